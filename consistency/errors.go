@@ -1,0 +1,24 @@
+package consistency
+
+import "errors"
+
+var (
+	// ErrClusterMismatch is returned when two known contexts of different
+	// clusters are merged, or when a store is advanced with a context of a
+	// cluster other than its own. Offsets of different metadata logs cannot
+	// be compared.
+	ErrClusterMismatch = errors.New("consistency: contexts belong to different clusters")
+
+	// ErrInvalidContext is returned by [Of] for an empty cluster id, a
+	// cluster id longer than [MaxClusterIDLen], or a negative offset.
+	ErrInvalidContext = errors.New("consistency: invalid context")
+
+	// ErrMalformedToken wraps every error returned when decoding a token.
+	ErrMalformedToken = errors.New("consistency: malformed token")
+
+	// ErrInconsistentMetadata is returned by an operation whose broker kept
+	// answering INCONSISTENT_METADATA (KIP-1243: the broker had not applied
+	// the metadata offset the request carried) until the operation's retry
+	// budget ended. Clients retry it transparently before that.
+	ErrInconsistentMetadata = errors.New("consistency: broker metadata stayed behind the client's consistency token (INCONSISTENT_METADATA)")
+)

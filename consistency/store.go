@@ -1,0 +1,86 @@
+package consistency
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Store keeps the latest consistency context seen by a group of clients. It
+// is the Go form of KIP-1243's ConsistencyContextStore: every request a
+// client sends carries [Store.Load], every response it receives is passed to
+// [Store.Advance].
+//
+// Concurrency contract, which every implementation must meet:
+//
+//   - All methods are safe for concurrent use by any number of goroutines.
+//   - Advance is an atomic read-modify-write: the stored context becomes
+//     stored.Later(c). Concurrent advances never lose an update; the store
+//     ends at the greatest offset it was advanced with, whatever the order.
+//   - The stored offset never decreases, except through Reset.
+//   - Advance with a known context of another cluster than the stored one
+//     returns an error wrapping ErrClusterMismatch and changes nothing.
+//   - Load never blocks on Advance for long and never returns a context that
+//     was not stored at some point (no torn reads).
+//   - Reset makes the store Unknown, so the next Advance adopts whatever
+//     cluster it is given. Clients call it when a rebootstrap lands on a
+//     different cluster: the offsets of one metadata log mean nothing in
+//     another.
+//
+// Load and Advance are on every request's path; implementations should keep
+// them cheap and free of allocations when nothing changes.
+type Store interface {
+	// Load returns the current context.
+	Load() Context
+	// Advance merges c into the store and returns the resulting context.
+	Advance(c Context) (Context, error)
+	// Reset sets the store to Unknown.
+	Reset()
+}
+
+// MemoryStore is the lock-free in-process [Store]. The zero value is ready
+// to use and Unknown.
+type MemoryStore struct {
+	p atomic.Pointer[Context]
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty (Unknown) in-process store.
+func NewMemoryStore() *MemoryStore { return new(MemoryStore) }
+
+var unknownContext = new(Context)
+
+// Load returns the current context.
+func (s *MemoryStore) Load() Context {
+	if p := s.p.Load(); p != nil {
+		return *p
+	}
+	return Context{}
+}
+
+// Advance merges c into the store with a compare-and-swap loop. When c is
+// not later than the stored context it returns without allocating.
+func (s *MemoryStore) Advance(c Context) (Context, error) {
+	for {
+		old := s.p.Load()
+		cur := Context{}
+		if old != nil {
+			cur = *old
+		}
+		next, err := cur.Later(c)
+		if err != nil {
+			return cur, fmt.Errorf("advance store: %w", err)
+		}
+		if next == cur {
+			return cur, nil
+		}
+		fresh := new(Context)
+		*fresh = next
+		if s.p.CompareAndSwap(old, fresh) {
+			return next, nil
+		}
+	}
+}
+
+// Reset sets the store to Unknown.
+func (s *MemoryStore) Reset() { s.p.Store(unknownContext) }
