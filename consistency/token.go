@@ -99,6 +99,11 @@ func parseText(text []byte) (Context, error) {
 	if err != nil {
 		return Context{}, malformed("cluster id is not unpadded base64url: %v", err)
 	}
+	// The decoder skips CR and LF; re-encoding catches them and any other
+	// non-canonical form.
+	if b64.EncodeToString(id) != string(enc) {
+		return Context{}, malformed("cluster id is not canonical base64url")
+	}
 	c, err := Of(string(id), off)
 	if err != nil {
 		return Context{}, malformed("%v", err)

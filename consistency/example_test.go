@@ -1,0 +1,46 @@
+package consistency_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+func ExampleContext_Later() {
+	seen := consistency.MustOf("MkU3OEVBNTcwNTJENDM2Qk", 41)
+	fresh := consistency.MustOf("MkU3OEVBNTcwNTJENDM2Qk", 57)
+	latest, _ := seen.Later(fresh)
+	fmt.Println(latest)
+
+	_, err := seen.Later(consistency.MustOf("another-cluster", 1))
+	fmt.Println(errors.Is(err, consistency.ErrClusterMismatch))
+	// Output:
+	// MkU3OEVBNTcwNTJENDM2Qk@57
+	// true
+}
+
+func ExampleParseToken() {
+	// A service hands its token to another over HTTP, e.g. in a header.
+	token := consistency.MustOf("cluster-a", 1234).Token()
+	fmt.Println(token)
+
+	got, err := consistency.ParseToken(token)
+	fmt.Println(got, err)
+	// Output:
+	// kc1.1234.Y2x1c3Rlci1h
+	// cluster-a@1234 <nil>
+}
+
+func ExampleNewMemoryStore() {
+	store := consistency.NewMemoryStore()
+	_, _ = store.Advance(consistency.MustOf("cluster-a", 10))
+	_, _ = store.Advance(consistency.MustOf("cluster-a", 7)) // older: ignored
+	fmt.Println(store.Load())
+
+	store.Reset() // a rebootstrap landed on another cluster
+	fmt.Println(store.Load().IsUnknown())
+	// Output:
+	// cluster-a@10
+	// true
+}
