@@ -1,0 +1,28 @@
+// Package kafkatest runs real Apache Kafka 4.4.0 brokers for tests.
+//
+// kconsist has to work against the broker its users run, not only against
+// kfake. This package provisions Kafka from Maven Central with Maven (or uses
+// KAFKA_HOME), formats KRaft storage and starts nodes as child JVMs that
+// listen on loopback only. Two things are worth knowing first:
+//
+//   - [Start] returns a [Cluster]: one combined broker+controller node by
+//     default, or [Nodes](3) for three combined nodes (a three-voter quorum
+//     on which replication factor 3 works). Every process is ended by pid in
+//     t.Cleanup, and broker logs are printed (tail) when the test failed.
+//   - [Forwarder] is a switchable loopback TCP forwarder. Pointing a broker's
+//     advertised address at it ([AdvertisedAddr]) and switching it to another
+//     cluster reproduces a misrouted connection (KIP-1242) on demand.
+//
+// Each node has three listeners: EXTERNAL for clients (its advertised address
+// can be replaced), INTERNAL for replication and CONTROLLER for the quorum, so
+// redirecting client traffic never disturbs the cluster itself.
+//
+// Java 17+ must be on PATH, and Maven too unless KAFKA_HOME points at an
+// unpacked Kafka 4.4 distribution. Without them tests fail with a message
+// naming what to install. `go test -short ./...` skips every test that starts
+// a real cluster.
+//
+// The download is cached outside the repository, in $KCONSIST_KAFKA_CACHE or
+// else in the user cache directory (kconsist/kafka-4.4.0), and shared by
+// parallel test binaries through a file lock and an atomic rename.
+package kafkatest
