@@ -1,0 +1,479 @@
+package wire
+
+import (
+	"encoding/binary"
+	"math"
+	"net"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+// inflight is a request whose response is still to come.
+type inflight struct {
+	corr         int32
+	flexible     bool  // the response header is flexible
+	raw          bool  // SaslHandshake v0: raw SASL frames follow its response
+	sent         int64 // token the request carried, -1 for none
+	key, version int16
+}
+
+// inflights is the per-connection FIFO of requests awaiting responses. kgo
+// reads responses in request order, so only the head can be answered next.
+type inflights struct {
+	buf     []inflight
+	head, n int
+}
+
+func (q *inflights) push(e inflight) {
+	if q.n == len(q.buf) {
+		grown := make([]inflight, max(8, 2*len(q.buf)))
+		for k := 0; k < q.n; k++ {
+			grown[k] = q.buf[(q.head+k)%len(q.buf)]
+		}
+		q.buf, q.head = grown, 0
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = e
+	q.n++
+}
+
+func (q *inflights) peek() (inflight, bool) {
+	if q.n == 0 {
+		return inflight{}, false
+	}
+	return q.buf[q.head], true
+}
+
+func (q *inflights) pop() {
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+}
+
+// maxHeldFrame bounds a response held back for INCONSISTENT_METADATA
+// inspection; larger frames (only fetches come close) pass uninspected.
+const maxHeldFrame = 64 << 20
+
+// conn intercepts one broker connection. Writes and reads run on different
+// goroutines, each under its own mutex; the in-flight FIFO has a third.
+type conn struct {
+	net.Conn
+	i    *Interceptor
+	addr string
+
+	wmu       sync.Mutex
+	wh        reqHeader
+	wpend     []byte // header bytes held while a header spans writes
+	winHeader bool   // wpend holds an incomplete header
+	wbody     int    // body bytes of the current frame still to pass
+	wrawNext  bool   // raw SASL follows the current frame
+	wraw      bool   // raw SASL frames: pass everything through
+	scratch   []byte // rewritten header
+	out       [][]byte
+	bufs      net.Buffers
+
+	qmu sync.Mutex
+	q   inflights
+
+	rmu     sync.Mutex
+	rh      respHeader
+	hb      []byte // header bytes held while a header spans reads
+	rbody   int    // body bytes of the current frame still to come
+	rraw    bool   // raw SASL frames: stop parsing
+	rerr    error  // sticky: the connection failed
+	pendErr error  // an error of the underlying conn, returned once after its bytes
+	stash   []byte // bytes read but not scanned yet
+	stashAt int
+	release []byte // scanned bytes to hand out before anything else
+	holding bool
+	hold    []byte // body of the frame under inspection
+	holdFor inflight
+	holdAt  int64 // token in the held frame's header
+}
+
+func newConn(i *Interceptor, c net.Conn, addr string) *conn {
+	return &conn{Conn: c, i: i, addr: addr}
+}
+
+// Write parses the frames in p, stamps flexible request headers and sends
+// the rewritten headers and the untouched bodies with one writev per frame.
+// Frames may span writes and one write may carry several frames.
+func (c *conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	total := len(p)
+	c.out = c.out[:0]
+	for len(p) > 0 {
+		if c.wbody > 0 {
+			k := min(c.wbody, len(p))
+			c.out = append(c.out, p[:k])
+			p, c.wbody = p[k:], c.wbody-k
+			if c.wbody == 0 && c.wrawNext {
+				c.wraw = true
+			}
+			continue
+		}
+		if c.wraw {
+			c.out = append(c.out, p)
+			break
+		}
+		// A new header reuses wpend and scratch, which earlier entries
+		// of out may point into.
+		if err := c.flush(); err != nil {
+			return 0, err
+		}
+		if !c.winHeader {
+			c.wpend = c.wpend[:0]
+		}
+		var src []byte
+		if !c.winHeader {
+			err := parseRequest(p, &c.wh)
+			if err == errShort {
+				if len(p) > maxHeldHeader {
+					return 0, malformed("request header longer than %d bytes", maxHeldHeader)
+				}
+				c.wpend = append(c.wpend, p...)
+				c.winHeader = true
+				break
+			}
+			if err != nil {
+				return 0, err
+			}
+			src, p = p[:c.wh.need], p[c.wh.need:]
+		} else {
+			old := len(c.wpend)
+			take := min(len(p), maxHeldHeader-old)
+			c.wpend = append(c.wpend, p[:take]...)
+			err := parseRequest(c.wpend, &c.wh)
+			if err == errShort {
+				if take < len(p) {
+					return 0, malformed("request header longer than %d bytes", maxHeldHeader)
+				}
+				break
+			}
+			if err != nil {
+				return 0, err
+			}
+			c.winHeader = false
+			src, p = c.wpend[:c.wh.need], p[c.wh.need-old:]
+		}
+		hdr, err := c.stamp(src)
+		if err != nil {
+			return 0, err
+		}
+		c.out = append(c.out, hdr)
+		if c.wh.need > c.wh.hdrLen {
+			c.out = append(c.out, src[c.wh.hdrLen:])
+		}
+		c.wbody = 4 + int(c.wh.size) - c.wh.need
+		c.wrawNext = c.wh.key == saslHandshakeKey && c.wh.version == 0
+		if c.wbody == 0 && c.wrawNext {
+			c.wraw = true
+		}
+	}
+	if err := c.flush(); err != nil {
+		return 0, err
+	}
+	return total, nil
+}
+
+func (c *conn) flush() error {
+	if len(c.out) == 0 {
+		return nil
+	}
+	c.bufs = c.out
+	_, err := c.bufs.WriteTo(c.Conn)
+	clear(c.out) // do not keep the caller's buffers alive
+	c.out = c.out[:0]
+	return err
+}
+
+// stamp returns the header of the parsed request src to send, and notes the
+// request in the in-flight FIFO when a response will follow.
+func (c *conn) stamp(src []byte) ([]byte, error) {
+	h := &c.wh
+	hdr := src[:h.hdrLen]
+	sent := int64(-1)
+	if h.flexible {
+		cur := c.i.store.Load()
+		switch {
+		case !cur.IsUnknown():
+			if int64(h.size)+1024 > math.MaxInt32 {
+				return nil, malformed("request frame of %d bytes is too large to stamp", h.size)
+			}
+			sent = cur.Offset()
+			c.scratch = appendStamped(c.scratch[:0], src, h, cur.ClusterID(), sent)
+			hdr = c.scratch
+			c.i.stamped.Add(1)
+			if c.i.debug() {
+				c.i.log(kgo.LogLevelDebug, "stamped consistency token", "addr", c.addr, "key", h.key, "version", h.version, "token", cur.String())
+			}
+		case h.tag0End > 0: // kept as the caller wrote it
+			if s, err := ParseState(tagData(src[h.fieldsAt:h.tag0End])); err == nil {
+				sent = s.Token
+			}
+		}
+	}
+	if h.expectsAnswer {
+		c.qmu.Lock()
+		c.q.push(inflight{
+			corr:     h.corr,
+			flexible: responseFlexible(h.key, h.version),
+			raw:      h.key == saslHandshakeKey && h.version == 0,
+			sent:     sent,
+			key:      h.key,
+			version:  h.version,
+		})
+		c.qmu.Unlock()
+	}
+	return hdr, nil
+}
+
+// tagData returns the data of the single tagged field f (tag, size, data).
+func tagData(f []byte) []byte {
+	_, w := binary.Uvarint(f)
+	if w <= 0 {
+		return nil
+	}
+	_, w2 := binary.Uvarint(f[w:])
+	if w2 <= 0 {
+		return nil
+	}
+	return f[w+w2:]
+}
+
+// Read hands kgo the response stream unchanged. Bytes are read straight into
+// p and scanned there; only a header split across reads is copied, and only
+// a frame that may carry INCONSISTENT_METADATA is held back whole.
+func (c *conn) Read(p []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	for {
+		if len(c.release) > 0 {
+			n := copy(p, c.release)
+			c.release = c.release[n:]
+			return n, nil
+		}
+		if c.rerr != nil {
+			return 0, c.rerr
+		}
+		if err := c.pendErr; err != nil {
+			c.pendErr = nil
+			return 0, err
+		}
+		if len(p) == 0 {
+			return 0, nil
+		}
+		if c.holding {
+			if err := c.fillHold(); err != nil {
+				c.fail(err)
+			}
+			continue
+		}
+		var n, d int
+		var err error
+		if c.stashAt < len(c.stash) {
+			n = copy(p, c.stash[c.stashAt:])
+			d, err = c.scan(p[:n])
+			c.stashAt += d
+			if c.stashAt == len(c.stash) {
+				c.stash, c.stashAt = c.stash[:0], 0
+			}
+		} else {
+			var rerr error
+			n, rerr = c.Conn.Read(p)
+			if n == 0 {
+				return 0, rerr
+			}
+			c.pendErr = rerr
+			d, err = c.scan(p[:n])
+			if d < n && err == nil {
+				c.stash = append(c.stash[:0], p[d:n]...)
+				c.stashAt = 0
+			}
+		}
+		if err != nil {
+			c.fail(err)
+		}
+		if d > 0 {
+			return d, nil
+		}
+	}
+}
+
+// scan runs the response parser over b, bytes about to be handed to kgo. It
+// returns how many may be handed over now: all of them, or fewer when a
+// frame must be held back or the stream is bad from that frame on.
+func (c *conn) scan(b []byte) (int, error) {
+	pos := 0
+	for pos < len(b) {
+		if c.rraw {
+			return len(b), nil
+		}
+		if c.rbody > 0 {
+			k := min(c.rbody, len(b)-pos)
+			pos += k
+			c.rbody -= k
+			continue
+		}
+		hdr := b[pos:]
+		old := len(c.hb)
+		if old > 0 {
+			take := min(len(b)-pos, maxHeldHeader-old)
+			c.hb = append(c.hb, b[pos:pos+take]...)
+			hdr = c.hb
+		}
+		if err := parseResponseStart(hdr, &c.rh); err != nil {
+			if err != errShort {
+				return pos, err
+			}
+			if old == 0 {
+				c.hb = append(c.hb, hdr...)
+			}
+			return len(b), nil
+		}
+		c.qmu.Lock()
+		req, ok := c.q.peek()
+		c.qmu.Unlock()
+		if !ok {
+			return pos, malformed("response with correlation id %d answers no request in flight", c.rh.corr)
+		}
+		if req.corr != c.rh.corr {
+			return pos, malformed("response correlation id %d, expected %d", c.rh.corr, req.corr)
+		}
+		if err := parseResponse(hdr, req.flexible, &c.rh); err != nil {
+			if err != errShort {
+				return pos, err
+			}
+			if len(c.hb) >= maxHeldHeader {
+				return pos, malformed("response header longer than %d bytes", maxHeldHeader)
+			}
+			if old == 0 {
+				c.hb = append(c.hb, hdr...)
+			}
+			return len(b), nil
+		}
+		c.qmu.Lock()
+		c.q.pop()
+		c.qmu.Unlock()
+		c.i.read.Add(1)
+		frameStart := pos
+		pos += c.rh.hdrLen - old
+		c.rbody = 4 + int(c.rh.size) - c.rh.hdrLen
+		err := c.observe(&req, &c.rh)
+		c.hb = c.hb[:0] // after observe: the header state may alias hb
+		if err != nil {
+			return frameStart, err
+		}
+		if req.raw {
+			c.rraw = true
+		}
+		if c.shouldHold(&req, &c.rh) {
+			c.holding, c.holdFor, c.holdAt = true, req, c.rh.state.Token
+			c.hold = c.hold[:0]
+			return pos, nil
+		}
+	}
+	return pos, nil
+}
+
+// observe applies a response header's consistency state: a misroute check,
+// then an advance of the store. Steady state it neither allocates nor
+// writes: Context values are only built when the store moves.
+func (c *conn) observe(req *inflight, h *respHeader) error {
+	if !h.hasState || len(h.state.ClusterID) == 0 {
+		return nil
+	}
+	got := h.state.ClusterID
+	cur := c.i.store.Load()
+	want := cur.ClusterID()
+	if c.i.expected != nil {
+		if pinned := c.i.expected(); pinned != "" {
+			want = pinned
+		}
+	}
+	if want != "" && string(got) != want {
+		return c.misroute(want, string(got))
+	}
+	token := h.state.Token
+	if token < 0 || (!cur.IsUnknown() && token <= cur.Offset()) {
+		return nil
+	}
+	next, err := consistency.Of(string(got), token)
+	if err != nil {
+		return malformed("response consistency state: %v", err)
+	}
+	now, err := c.i.store.Advance(next)
+	if err != nil { // the store adopted another cluster meanwhile
+		return c.misroute(now.ClusterID(), string(got))
+	}
+	if now != cur {
+		c.i.advanced.Add(1)
+		if c.i.observer != nil {
+			c.i.observer.OnTokenAdvanced(cur, now)
+		}
+		if c.i.debug() {
+			c.i.log(kgo.LogLevelDebug, "advanced consistency token", "addr", c.addr, "key", req.key, "from", cur.String(), "to", now.String())
+		}
+	}
+	return nil
+}
+
+func (c *conn) misroute(want, got string) error {
+	c.i.misroutes.Add(1)
+	c.i.log(kgo.LogLevelWarn, "response names another cluster; closing the connection", "addr", c.addr, "expected_cluster", want, "got_cluster", got)
+	if c.i.observer != nil {
+		c.i.observer.OnMisroute(c.addr, want, got)
+	}
+	return &MisrouteError{Addr: c.addr, Expected: want, Got: got}
+}
+
+// shouldHold reports whether the frame whose header was just parsed may
+// carry INCONSISTENT_METADATA: a KIP-1243 broker only answers it when it is
+// behind the token the request carried, which its header then shows.
+func (c *conn) shouldHold(req *inflight, h *respHeader) bool {
+	return req.sent >= 0 && h.hasState && h.state.Token >= 0 && h.state.Token < req.sent &&
+		c.rbody > 0 && c.rbody <= maxHeldFrame && kmsg.ResponseForKey(req.key) != nil
+}
+
+// fillHold reads the rest of the held frame and decides its fate.
+func (c *conn) fillHold() error {
+	if cap(c.hold) < c.rbody {
+		c.hold = make([]byte, 0, c.rbody)
+	}
+	for len(c.hold) < c.rbody {
+		if c.stashAt < len(c.stash) {
+			k := min(c.rbody-len(c.hold), len(c.stash)-c.stashAt)
+			c.hold = append(c.hold, c.stash[c.stashAt:c.stashAt+k]...)
+			c.stashAt += k
+			if c.stashAt == len(c.stash) {
+				c.stash, c.stashAt = c.stash[:0], 0
+			}
+			continue
+		}
+		if c.pendErr != nil {
+			return c.pendErr
+		}
+		n, err := c.Conn.Read(c.hold[len(c.hold):c.rbody])
+		c.hold = c.hold[:len(c.hold)+n]
+		if err != nil && len(c.hold) < c.rbody {
+			return err
+		}
+	}
+	c.holding, c.rbody = false, 0
+	body, err := c.inspect(c.holdFor, c.holdAt, c.hold)
+	if err != nil {
+		return err
+	}
+	c.release = body
+	return nil
+}
+
+func (c *conn) fail(err error) {
+	if c.rerr == nil {
+		c.rerr = err
+		c.Conn.Close()
+	}
+}

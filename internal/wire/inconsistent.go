@@ -1,0 +1,116 @@
+package wire
+
+import (
+	"reflect"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// How INCONSISTENT_METADATA reaches kgo, and why.
+//
+// kerr maps codes it does not know, 1243 among them, to
+// UNKNOWN_SERVER_ERROR, which neither kgo nor kadm retries. So a frame that
+// may carry the code (its header token is below the token sent) is held
+// back and decoded, and when some ErrorCode field holds the code the answer
+// is turned into something kgo retries on its own. Facts from franz-go
+// v1.22.3 that decide the form:
+//
+//   - Requests issued through Client.Request (every kadm call: ListTopics,
+//     CreateTopics, DescribeConfigs...; also kgo's own metadata, group and
+//     coordinator requests) go through retryable.Request (client.go). It
+//     retries an error for which isRetryableBrokerErr (errors.go) holds,
+//     and that is true for any error with Temporary() true, up to
+//     RequestRetries tries and RetryTimeout, then returns the last error.
+//     So for these the connection fails with *InconsistentMetadataError
+//     (Temporary, errors.Is consistency.ErrInconsistentMetadata): the
+//     request is re-sent on a new connection, and once the budget is spent
+//     the caller gets the typed error.
+//   - Fetch (source.go) backs off and re-fetches after any connection
+//     error, without limit, as consumers always do. Same treatment.
+//   - Produce is different. sink.go clears batch.canFailFromLoadErrs when it
+//     writes a batch and sets it back only on a response, and
+//     handleRetryBatches is called with canFail=false for request errors:
+//     an idempotent producer never fails a batch whose request died on the
+//     connection, so a broker stuck behind would make records wait forever,
+//     past RecordDeliveryTimeout. Produce responses are therefore rewritten
+//     in place: each partition's code becomes NOT_ENOUGH_REPLICAS, which is
+//     retriable and means the batch was not appended (unlike
+//     REQUEST_TIMED_OUT or NOT_ENOUGH_REPLICAS_AFTER_APPEND, which make kgo
+//     unsure). The broker did not process the batch, so resending it with
+//     the same sequence numbers is exact; after RecordRetries or
+//     RecordDeliveryTimeout kgo fails the records with NOT_ENOUGH_REPLICAS,
+//     ErrRecordRetries or ErrRecordTimeout, and the producer wrapper can
+//     tell the cause from Observer.OnInconsistentMetadata. Should the
+//     re-encoded body differ in length from the broker's (the size prefix
+//     already went to kgo) the connection fails instead.
+const produceRetryCode = 19 // NOT_ENOUGH_REPLICAS
+
+// inspect decodes a held response body and returns the bytes to hand to
+// kgo, or the error to fail the connection with.
+func (c *conn) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error) {
+	resp := kmsg.ResponseForKey(req.key)
+	resp.SetVersion(req.version)
+	if err := resp.ReadFrom(body); err != nil {
+		return body, nil // not a body kmsg reads: kgo reports that itself
+	}
+	v := reflect.ValueOf(resp)
+	if !rewriteCodes(v, c.i.code, 0) {
+		return body, nil
+	}
+	c.i.inconsistent.Add(1)
+	if c.i.observer != nil {
+		c.i.observer.OnInconsistentMetadata(c.addr, req.key, req.sent, brokerAt)
+	}
+	c.i.log(kgo.LogLevelDebug, "broker answered INCONSISTENT_METADATA", "addr", c.addr, "key", req.key, "sent", req.sent, "broker_at", brokerAt)
+	if req.key == produceKey {
+		rewriteCodes(v, c.i.code, produceRetryCode)
+		if fixed := resp.AppendTo(make([]byte, 0, len(body))); len(fixed) == len(body) {
+			return fixed, nil
+		}
+	}
+	return nil, &InconsistentMetadataError{Addr: c.addr, APIKey: req.key, Sent: req.sent, BrokerAt: brokerAt}
+}
+
+// rewriteCodes reports whether any int16 field named ErrorCode in v (walking
+// structs, pointers and slices) equals code, and sets those fields to to
+// when to is not 0.
+func rewriteCodes(v reflect.Value, code, to int16) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return false
+		}
+		return rewriteCodes(v.Elem(), code, to)
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return false
+		}
+		found := false
+		for k := 0; k < v.Len(); k++ {
+			found = rewriteCodes(v.Index(k), code, to) || found
+		}
+		return found
+	case reflect.Struct:
+		found := false
+		t := v.Type()
+		for k := 0; k < v.NumField(); k++ {
+			f := v.Field(k)
+			if !t.Field(k).IsExported() {
+				continue
+			}
+			if t.Field(k).Name == "ErrorCode" && f.Kind() == reflect.Int16 {
+				if int16(f.Int()) == code {
+					found = true
+					if to != 0 && f.CanSet() {
+						f.SetInt(int64(to))
+					}
+				}
+				continue
+			}
+			found = rewriteCodes(f, code, to) || found
+		}
+		return found
+	}
+	return false
+}

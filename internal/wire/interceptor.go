@@ -1,0 +1,214 @@
+package wire
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+// DefaultInconsistentMetadataCode is the provisional error code of
+// INCONSISTENT_METADATA; KIP-1243 has no code assigned upstream yet.
+const DefaultInconsistentMetadataCode int16 = 1243
+
+// Observer is told about events on intercepted connections. Methods are
+// called synchronously from connection goroutines and must return quickly.
+type Observer interface {
+	// OnTokenAdvanced is called after a response moved the store forward.
+	OnTokenAdvanced(from, to consistency.Context)
+	// OnInconsistentMetadata is called when a broker answered
+	// INCONSISTENT_METADATA: the request carried token sent and the broker
+	// had only applied brokerAt.
+	OnInconsistentMetadata(addr string, apiKey int16, sent, brokerAt int64)
+	// OnMisroute is called when a response named another cluster than the
+	// one expected; the connection is then closed.
+	OnMisroute(addr string, expectedCluster, gotCluster string)
+}
+
+// Config configures an [Interceptor].
+type Config struct {
+	// Store is the consistency store every connection reads and advances.
+	// Required.
+	Store consistency.Store
+	// Dial dials the TCP connection. Nil means a net.Dialer with a 10s
+	// timeout, kgo's default.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS, when not nil, makes DialContext run the TLS handshake itself:
+	// kgo cannot combine DialTLSConfig with Dialer. An empty ServerName is
+	// filled from the host of each address (on a clone).
+	TLS *tls.Config
+	// InconsistentMetadataCode is the error code of INCONSISTENT_METADATA;
+	// 0 means [DefaultInconsistentMetadataCode].
+	InconsistentMetadataCode int16
+	// Logger receives debug logs for stamping and advancing and warnings
+	// for misroutes. May be nil.
+	Logger kgo.Logger
+	// Observer is told about advances, INCONSISTENT_METADATA answers and
+	// misroutes. May be nil.
+	Observer Observer
+	// ExpectedCluster, when not nil, returns a pinned cluster id or "".
+	// A response naming another cluster is a misroute even while the
+	// store is Unknown.
+	ExpectedCluster func() string
+}
+
+// Interceptor makes and wraps connections that stamp and read consistency
+// tokens. One Interceptor may serve any number of kgo clients and
+// connections; all of them share its store and counters.
+type Interceptor struct {
+	store    consistency.Store
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	tls      *tls.Config
+	code     int16
+	logger   kgo.Logger
+	observer Observer
+	expected func() string
+
+	stamped, read, advanced, misroutes, inconsistent atomic.Uint64
+}
+
+// Stats counts what an Interceptor did since it was made.
+type Stats struct {
+	RequestsStamped      uint64 // requests that went out with tag 0
+	ResponsesRead        uint64 // response headers parsed
+	TokensAdvanced       uint64 // responses that moved the store forward
+	Misroutes            uint64 // responses that named another cluster
+	InconsistentMetadata uint64 // INCONSISTENT_METADATA answers seen
+}
+
+// ErrNoStore is returned by [New] when Config.Store is nil.
+var ErrNoStore = errors.New("wire: Config.Store is required")
+
+// New returns an Interceptor for cfg.
+func New(cfg Config) (*Interceptor, error) {
+	if cfg.Store == nil {
+		return nil, ErrNoStore
+	}
+	i := &Interceptor{
+		store:    cfg.Store,
+		dial:     cfg.Dial,
+		tls:      cfg.TLS,
+		code:     cfg.InconsistentMetadataCode,
+		logger:   cfg.Logger,
+		observer: cfg.Observer,
+		expected: cfg.ExpectedCluster,
+	}
+	if i.code == 0 {
+		i.code = DefaultInconsistentMetadataCode
+	}
+	if i.dial == nil {
+		i.dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+	}
+	return i, nil
+}
+
+// DialContext dials addr (and runs the TLS handshake when Config.TLS is
+// set) and returns the intercepting connection. Pass it to kgo.Dialer.
+func (i *Interceptor) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := i.dial(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if i.tls != nil {
+		cfg := i.tls.Clone()
+		if cfg.ServerName == "" {
+			host, _, splitErr := net.SplitHostPort(addr)
+			if splitErr != nil {
+				host = addr
+			}
+			cfg.ServerName = host
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("wire: tls handshake with %s: %w", addr, err)
+		}
+		c = tc
+	}
+	return i.Wrap(c, addr), nil
+}
+
+// Wrap returns c intercepted as a connection to addr. The returned conn owns
+// c: closing it closes c.
+func (i *Interceptor) Wrap(c net.Conn, addr string) net.Conn {
+	return newConn(i, c, addr)
+}
+
+// Stats returns a snapshot of the counters.
+func (i *Interceptor) Stats() Stats {
+	return Stats{
+		RequestsStamped:      i.stamped.Load(),
+		ResponsesRead:        i.read.Load(),
+		TokensAdvanced:       i.advanced.Load(),
+		Misroutes:            i.misroutes.Load(),
+		InconsistentMetadata: i.inconsistent.Load(),
+	}
+}
+
+func (i *Interceptor) debug() bool {
+	return i.logger != nil && i.logger.Level() >= kgo.LogLevelDebug
+}
+
+func (i *Interceptor) log(level kgo.LogLevel, msg string, keyvals ...any) {
+	if i.logger != nil && i.logger.Level() >= level {
+		i.logger.Log(level, msg, keyvals...)
+	}
+}
+
+// InconsistentMetadataError is returned from a connection's Read when a
+// broker answered INCONSISTENT_METADATA; the connection is closed. It
+// matches consistency.ErrInconsistentMetadata with errors.Is, and it is
+// Temporary, which makes kgo retry the request on a new connection.
+type InconsistentMetadataError struct {
+	Addr     string // broker address
+	APIKey   int16  // request key
+	Sent     int64  // token the request carried
+	BrokerAt int64  // token in the response header
+}
+
+func (e *InconsistentMetadataError) Error() string {
+	return fmt.Sprintf("wire: broker %s answered INCONSISTENT_METADATA to api key %d: it was at metadata offset %d, the request carried %d", e.Addr, e.APIKey, e.BrokerAt, e.Sent)
+}
+
+// Is reports whether target is consistency.ErrInconsistentMetadata.
+func (e *InconsistentMetadataError) Is(target error) bool {
+	return target == consistency.ErrInconsistentMetadata
+}
+
+// Temporary reports true: the broker did not process the request and will
+// catch up, so it is safe and useful to send it again. kgo's
+// isRetryableBrokerErr honours it.
+func (e *InconsistentMetadataError) Temporary() bool { return true }
+
+// ErrMisroute is matched (errors.Is) by [MisrouteError].
+var ErrMisroute = errors.New("wire: response from another cluster (misrouted connection)")
+
+// MisrouteError is returned from a connection's Read when a response named
+// another cluster than the store's or the pinned one; the connection is
+// closed. It matches [ErrMisroute] and consistency.ErrClusterMismatch, and it
+// is Temporary so that kgo reconnects, where the KIP-1242 ApiVersions check
+// decides whether to rebootstrap.
+type MisrouteError struct {
+	Addr     string // broker address
+	Expected string // cluster the store or pin names
+	Got      string // cluster the response named
+}
+
+func (e *MisrouteError) Error() string {
+	return fmt.Sprintf("wire: response from %s names cluster %q, expected %q (misrouted connection)", e.Addr, e.Got, e.Expected)
+}
+
+// Is reports whether target is ErrMisroute or consistency.ErrClusterMismatch.
+func (e *MisrouteError) Is(target error) bool {
+	return target == ErrMisroute || target == consistency.ErrClusterMismatch
+}
+
+// Temporary reports true so that kgo retries on a new connection.
+func (e *MisrouteError) Temporary() bool { return true }

@@ -1,0 +1,276 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+func TestGoldenState(t *testing.T) {
+	g := golden(t)
+	for _, tc := range []struct {
+		name    string
+		cluster string
+		token   int64
+	}{
+		{"state.abc.42", "abc", 42},
+		{"state.null.-1", "", -1},
+		{"state.uuid.1000", "MkU3OEn5P2nNzKailTG_TQ", 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := g[tc.name]
+			if tc.cluster != "" { // AppendState never writes the null cluster id
+				if got := AppendState(nil, tc.cluster, tc.token); !bytes.Equal(got, want) {
+					t.Fatalf("AppendState = %x, want %x", got, want)
+				}
+				if n := StateLen(tc.cluster); n != len(want) {
+					t.Fatalf("StateLen = %d, want %d", n, len(want))
+				}
+			}
+			s, err := ParseState(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(s.ClusterID) != tc.cluster || s.Token != tc.token || (tc.cluster == "") != (s.ClusterID == nil) {
+				t.Fatalf("ParseState = %q@%d", s.ClusterID, s.Token)
+			}
+		})
+	}
+}
+
+func TestGoldenRequests(t *testing.T) {
+	g := golden(t)
+	for _, tc := range []struct{ in, known, unknown string }{
+		{"req.plain", "req.plain.stamped", "req.plain"},
+		{"req.tags", "req.tags.stamped", "req.tags"},
+		{"req.tag0", "req.tag0.stamped", "req.tag0"}, // Unknown store keeps the caller's tag 0
+		{"req.v8", "req.v8", "req.v8"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			for _, store := range []struct {
+				name  string
+				store consistency.Store
+				want  string
+			}{
+				{"known", knownStore(t, "abc", 42), tc.known},
+				{"unknown", consistency.NewMemoryStore(), tc.unknown},
+			} {
+				c, m, _ := newTestConn(t, store.store, nil)
+				in := g[tc.in]
+				if n, err := c.Write(in); err != nil || n != len(in) {
+					t.Fatalf("%s: Write = %d, %v", store.name, n, err)
+				}
+				if got := m.written.Bytes(); !bytes.Equal(got, g[store.want]) {
+					t.Fatalf("%s: wrote %x\nwant  %x", store.name, got, g[store.want])
+				}
+			}
+		})
+	}
+}
+
+func TestFlexibleTable(t *testing.T) {
+	for _, tc := range []struct {
+		key, version int16
+		req, resp    bool
+	}{
+		{0, 8, false, false},  // Produce v8
+		{0, 9, true, true},    // Produce v9
+		{3, 8, false, false},  // Metadata v8
+		{3, 9, true, true},    // Metadata v9
+		{18, 2, false, false}, // ApiVersions v2
+		{18, 3, true, false},  // ApiVersions v3: flexible request, v0 response header
+		{7, 0, false, false},  // ControlledShutdown v0
+		{-1, 0, false, false}, // unknown keys pass through
+		{30000, 5, false, false},
+	} {
+		if got := requestFlexible(tc.key, tc.version); got != tc.req {
+			t.Errorf("requestFlexible(%d, %d) = %v", tc.key, tc.version, got)
+		}
+		if got := responseFlexible(tc.key, tc.version); got != tc.resp {
+			t.Errorf("responseFlexible(%d, %d) = %v", tc.key, tc.version, got)
+		}
+	}
+}
+
+// stampedFrames decodes frames written by the interceptor and checks each
+// against the original: same header fields and body, tag 0 = want.
+func checkStamped(t *testing.T, written []byte, originals [][]byte, cluster string, token int64) {
+	t.Helper()
+	for k, orig := range originals {
+		var h reqHeader
+		if err := parseRequest(written, &h); err != nil {
+			t.Fatalf("frame %d: %v", k, err)
+		}
+		frame := written[:4+h.size]
+		written = written[4+h.size:]
+		var oh reqHeader
+		if err := parseRequest(orig, &oh); err != nil {
+			t.Fatal(err)
+		}
+		if h.key != oh.key || h.version != oh.version || h.corr != oh.corr {
+			t.Fatalf("frame %d: header changed", k)
+		}
+		if !bytes.Equal(frame[h.hdrLen:], orig[oh.hdrLen:]) {
+			t.Fatalf("frame %d: body changed", k)
+		}
+		if !h.flexible {
+			if !bytes.Equal(frame, orig) {
+				t.Fatalf("frame %d: non-flexible frame changed", k)
+			}
+			continue
+		}
+		if h.tag0End == 0 {
+			t.Fatalf("frame %d: no tag 0", k)
+		}
+		s, err := ParseState(tagData(frame[h.fieldsAt:h.tag0End]))
+		if err != nil || string(s.ClusterID) != cluster || s.Token != token {
+			t.Fatalf("frame %d: tag 0 = %q@%d, %v", k, s.ClusterID, s.Token, err)
+		}
+	}
+	if len(written) != 0 {
+		t.Fatalf("%d trailing bytes", len(written))
+	}
+}
+
+func testFrames() [][]byte {
+	txn := "txn-1"
+	return [][]byte{
+		reqFrame(metadataReq(12), 1),
+		reqFrame(metadataReq(8), 2),
+		reqFrame(produceReq(9, 0, nil), 3),   // acks=0: no response
+		reqFrame(produceReq(9, -1, &txn), 4), // flexible, compact txn id
+		reqFrame(produceReq(3, 1, &txn), 5),  // int16 txn id
+		reqFrame(produceReq(7, 0, nil), 6),   // acks=0, not flexible
+		reqFrame(apiVersionsReq(4), 7),
+	}
+}
+
+func TestWriteSplitAndConcatenated(t *testing.T) {
+	frames := testFrames()
+	var all []byte
+	for _, f := range frames {
+		all = append(all, f...)
+	}
+	for _, tc := range []struct {
+		name   string
+		chunks func() [][]byte
+	}{
+		{"frame per write", func() [][]byte { return frames }},
+		{"all in one write", func() [][]byte { return [][]byte{all} }},
+		{"byte by byte", func() [][]byte {
+			var out [][]byte
+			for k := range all {
+				out = append(out, all[k:k+1])
+			}
+			return out
+		}},
+		{"odd chunks", func() [][]byte {
+			var out [][]byte
+			for rest, n := all, 1; len(rest) > 0; n = n%13 + 3 {
+				k := min(n, len(rest))
+				out = append(out, rest[:k])
+				rest = rest[k:]
+			}
+			return out
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, m, i := newTestConn(t, knownStore(t, "cluster-a", 77), nil)
+			for _, chunk := range tc.chunks() {
+				if n, err := c.Write(chunk); err != nil || n != len(chunk) {
+					t.Fatalf("Write = %d, %v, want %d", n, err, len(chunk))
+				}
+			}
+			checkStamped(t, m.written.Bytes(), frames, "cluster-a", 77)
+			// produce v9 acks=0 and produce v7 acks=0 expect nothing.
+			var corrs []int32
+			for e, ok := c.q.peek(); ok; e, ok = c.q.peek() {
+				corrs = append(corrs, e.corr)
+				c.q.pop()
+			}
+			if want := []int32{1, 2, 4, 5, 7}; !equalInt32(corrs, want) {
+				t.Fatalf("in flight %v, want %v", corrs, want)
+			}
+			if got := i.Stats().RequestsStamped; got != 4 { // v12 metadata, two v9 produces, ApiVersions v4
+				t.Fatalf("RequestsStamped = %d, want 4", got)
+			}
+		})
+	}
+}
+
+func apiVersionsReq(version int16) kmsg.Request {
+	r := kmsg.NewPtrApiVersionsRequest()
+	r.Version = version
+	return r
+}
+
+func equalInt32(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if a[k] != b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestWriteUnknownStoreSendsNoTag(t *testing.T) {
+	frames := testFrames()
+	c, m, i := newTestConn(t, consistency.NewMemoryStore(), nil)
+	var all []byte
+	for _, f := range frames {
+		all = append(all, f...)
+		if _, err := c.Write(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(m.written.Bytes(), all) {
+		t.Fatal("an Unknown store changed request bytes")
+	}
+	if i.Stats().RequestsStamped != 0 {
+		t.Fatal("counted stamps while Unknown")
+	}
+}
+
+func TestWriteMalformed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"negative size", []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}},
+		{"size below header", []byte{0, 0, 0, 4, 0, 3, 0, 12}},
+		{"client id length -2", []byte{0, 0, 0, 10, 0, 3, 0, 12, 0, 0, 0, 1, 0xff, 0xfe}},
+		{"client id past frame", []byte{0, 0, 0, 10, 0, 3, 0, 12, 0, 0, 0, 1, 0, 5}},
+		{"tags out of order", []byte{0, 0, 0, 0x11, 0, 3, 0, 12, 0, 0, 0, 1, 0, 0, 2, 3, 0, 1, 0, 0}},
+		{"duplicate tag", []byte{0, 0, 0, 0x11, 0, 3, 0, 12, 0, 0, 0, 1, 0, 0, 2, 1, 0, 1, 0, 0}},
+		{"tag past frame", []byte{0, 0, 0, 0x0d, 0, 3, 0, 12, 0, 0, 0, 1, 0, 0, 1, 1, 9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, _ := newTestConn(t, knownStore(t, "c", 1), nil)
+			if _, err := c.Write(tc.frame); !errors.Is(err, ErrMalformedHeader) {
+				t.Fatalf("Write err = %v, want ErrMalformedHeader", err)
+			}
+		})
+	}
+}
+
+func TestRequestTagOrder(t *testing.T) {
+	// Stamping keeps tags strictly ascending whatever was there.
+	g := golden(t)
+	for _, name := range []string{"req.plain", "req.tags", "req.tag0"} {
+		c, m, _ := newTestConn(t, knownStore(t, "abc", 42), nil)
+		if _, err := c.Write(g[name]); err != nil {
+			t.Fatal(err)
+		}
+		var h reqHeader
+		if err := parseRequest(m.written.Bytes(), &h); err != nil { // parseRequest rejects disorder
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
