@@ -1,0 +1,304 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+func TestGoldenResponses(t *testing.T) {
+	g := golden(t)
+	for _, tc := range []struct {
+		name     string
+		hasState bool
+		hdrLen   int
+	}{
+		{"resp.state", true, 4 + 4 + 16},
+		{"resp.state.tags", true, 4 + 4 + 19},
+		{"resp.notag", false, 4 + 4 + 1},
+	} {
+		var h respHeader
+		if err := parseResponse(g[tc.name], true, &h); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if h.corr != 7 || h.hdrLen != tc.hdrLen || h.hasState != tc.hasState {
+			t.Fatalf("%s: %+v", tc.name, h)
+		}
+		if tc.hasState && (string(h.state.ClusterID) != "abc" || h.state.Token != 42) {
+			t.Fatalf("%s: state %q@%d", tc.name, h.state.ClusterID, h.state.Token)
+		}
+	}
+}
+
+// sendRequests writes reqs with correlation ids 0, 1, ... through c.
+func sendRequests(t *testing.T, c *conn, reqs ...kmsg.Request) {
+	t.Helper()
+	for k, r := range reqs {
+		if _, err := c.Write(reqFrame(r, int32(k))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestReadAdvancesAndPassesBytes(t *testing.T) {
+	var stream []byte
+	stream = append(stream, respFrame(0, stateTags("abc", 10), []byte{1, 2, 3})...)
+	stream = append(stream, respFrame(1, nil, []byte{4, 5})...) // Metadata v8: header v0
+	stream = append(stream, respFrame(2, stateTags("abc", 30), bytes.Repeat([]byte{9}, 9000))...)
+	stream = append(stream, respFrame(3, stateTags("abc", 20), nil)...) // lower: no step back
+	stream = append(stream, respFrame(4, nil, []byte{7})...)            // ApiVersions v4: header v0
+	stream = append(stream, respFrame(5, []byte{0}, []byte{8})...)      // no tags at all
+	for _, tc := range []struct {
+		name         string
+		chunk, rdBuf int
+	}{
+		{"one read", 0, 1 << 16},
+		{"bufio sized", 0, 4096},
+		{"byte by byte", 1, 4096},
+		{"odd reads", 7, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{}
+			store := consistency.NewMemoryStore()
+			c, m, i := newTestConn(t, store, func(cfg *Config) { cfg.Observer = rec })
+			sendRequests(t, c, metadataReq(12), metadataReq(8), metadataReq(12), metadataReq(12), apiVersionsReq(4), metadataReq(12))
+			m.in, m.chunk = stream, tc.chunk
+			got, err := readAll(c, tc.rdBuf)
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("read err %v", err)
+			}
+			if !bytes.Equal(got, stream) {
+				t.Fatal("bytes handed to kgo differ from the broker's")
+			}
+			if cur := store.Load(); cur != consistency.MustOf("abc", 30) {
+				t.Fatalf("store = %v, want abc@30", cur)
+			}
+			st := i.Stats()
+			if st.ResponsesRead != 6 || st.TokensAdvanced != 2 {
+				t.Fatalf("stats %+v", st)
+			}
+			if a, _, _ := rec.counts(); a != 2 {
+				t.Fatalf("observer saw %d advances", a)
+			}
+			if c.q.n != 0 {
+				t.Fatalf("%d requests still in flight", c.q.n)
+			}
+		})
+	}
+}
+
+func TestReadMalformed(t *testing.T) {
+	tag0 := func(payload []byte) []byte {
+		b := []byte{1, 0}
+		b = binary.AppendUvarint(b, uint64(len(payload)))
+		return append(b, payload...)
+	}
+	negToken := AppendState(nil, "abc", 0)
+	binary.BigEndian.PutUint64(negToken[4:], uint64(0xfffffffffffffffe)) // -2
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"negative frame size", []byte{0xff, 0xff, 0xff, 0xf0, 0, 0, 0, 0}},
+		{"frame too small", []byte{0, 0, 0, 2, 0, 0, 0, 0}},
+		{"correlation mismatch", respFrame(99, []byte{0}, nil)},
+		{"bad tag count uvarint", respFrame(0, bytes.Repeat([]byte{0xff}, 11), nil)},
+		{"tag count beyond frame", respFrame(0, []byte{5}, nil)},
+		{"tag size beyond frame", respFrame(0, []byte{1, 3, 40, 1}, nil)},
+		{"duplicate tag", respFrame(0, []byte{2, 3, 0, 3, 0}, nil)},
+		{"out of order tags", respFrame(0, []byte{2, 4, 0, 3, 0}, nil)},
+		{"negative token", respFrame(0, tag0(negToken), nil)},
+		{"state truncated", respFrame(0, tag0([]byte{4, 'a', 'b', 'c', 0, 0}), nil)},
+		{"state cluster too long", respFrame(0, tag0(append([]byte{0xff, 0x02}, bytes.Repeat([]byte{'x'}, 300)...)), nil)},
+		{"state trailing bytes", respFrame(0, tag0(append(AppendState(nil, "abc", 5), 0)), nil)},
+		{"garbage", []byte("HTTP/1.1 400 Bad Request\r\n\r\n")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := knownStore(t, "abc", 3)
+			c, m, _ := newTestConn(t, store, nil)
+			sendRequests(t, c, metadataReq(12))
+			m.in = tc.frame
+			_, err := readAll(c, 4096)
+			if !errors.Is(err, ErrMalformedHeader) {
+				t.Fatalf("err = %v, want ErrMalformedHeader", err)
+			}
+			if !m.isClosed() {
+				t.Fatal("underlying conn left open")
+			}
+			if cur := store.Load(); cur != consistency.MustOf("abc", 3) {
+				t.Fatalf("store moved to %v", cur)
+			}
+			if _, err2 := c.Read(make([]byte, 8)); !errors.Is(err2, ErrMalformedHeader) {
+				t.Fatalf("error is not sticky: %v", err2)
+			}
+		})
+	}
+}
+
+func TestReadNoRequestInFlight(t *testing.T) {
+	c, m, _ := newTestConn(t, consistency.NewMemoryStore(), nil)
+	m.in = respFrame(0, nil, []byte{1})
+	if _, err := readAll(c, 4096); !errors.Is(err, ErrMalformedHeader) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestReadMisroute(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		store     func(t *testing.T) *consistency.MemoryStore
+		pinned    string
+		got       string
+		misroute  bool
+		wantStore consistency.Context
+	}{
+		{"other cluster than store", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "", "evil", true, consistency.MustOf("abc", 5)},
+		{"other cluster than pin, store unknown", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "abc", "evil", true, consistency.Unknown()},
+		{"pin matches, store unknown", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "abc", "abc", false, consistency.MustOf("abc", 50)},
+		{"no pin, store unknown adopts", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "", "any", false, consistency.MustOf("any", 50)},
+		{"same cluster", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "", "abc", false, consistency.MustOf("abc", 50)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{}
+			store := tc.store(t)
+			c, m, i := newTestConn(t, store, func(cfg *Config) {
+				cfg.Observer = rec
+				cfg.ExpectedCluster = func() string { return tc.pinned }
+			})
+			sendRequests(t, c, metadataReq(12))
+			m.in = respFrame(0, stateTags(tc.got, 50), []byte{1})
+			_, err := readAll(c, 4096)
+			var me *MisrouteError
+			if tc.misroute {
+				if !errors.As(err, &me) || !errors.Is(err, ErrMisroute) || !errors.Is(err, consistency.ErrClusterMismatch) || !me.Temporary() {
+					t.Fatalf("err = %v, want a temporary MisrouteError", err)
+				}
+				if !m.isClosed() {
+					t.Fatal("misrouted conn left open")
+				}
+				if _, _, n := rec.counts(); n != 1 || i.Stats().Misroutes != 1 {
+					t.Fatal("misroute not counted or observed")
+				}
+			} else if !errors.Is(err, io.EOF) {
+				t.Fatalf("err = %v", err)
+			}
+			if cur := store.Load(); cur != tc.wantStore {
+				t.Fatalf("store = %v, want %v", cur, tc.wantStore)
+			}
+		})
+	}
+}
+
+// inconsistentBody is a response body for key at version whose error codes
+// are code.
+func inconsistentBody(t *testing.T, key, version, code int16) []byte {
+	t.Helper()
+	switch key {
+	case 0:
+		r := kmsg.NewPtrProduceResponse()
+		r.Version = version
+		tp := kmsg.NewProduceResponseTopic()
+		tp.Topic = "t"
+		p := kmsg.NewProduceResponseTopicPartition()
+		p.ErrorCode = code
+		tp.Partitions = append(tp.Partitions, p)
+		r.Topics = append(r.Topics, tp)
+		return r.AppendTo(nil)
+	case 3:
+		r := kmsg.NewPtrMetadataResponse()
+		r.Version = version
+		tp := kmsg.NewMetadataResponseTopic()
+		tp.Topic = kmsg.StringPtr("t")
+		tp.ErrorCode = code
+		r.Topics = append(r.Topics, tp)
+		return r.AppendTo(nil)
+	}
+	t.Fatalf("no body for key %d", key)
+	return nil
+}
+
+func TestReadInconsistentMetadata(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		req         kmsg.Request
+		code        int16 // code in the response
+		respToken   int64
+		config      int16 // Config.InconsistentMetadataCode
+		wantErr     bool
+		wantRewrite bool
+	}{
+		{"metadata answered 1243 behind", metadataReq(12), 1243, 90, 0, true, false},
+		{"metadata custom code", metadataReq(12), 777, 90, 777, true, false},
+		{"metadata 1243 but ahead: not held", metadataReq(12), 1243, 150, 0, false, false},
+		{"metadata behind, other error", metadataReq(12), 3, 90, 0, false, false},
+		{"produce answered 1243 behind", produceReq(9, -1, nil), 1243, 90, 0, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{}
+			store := knownStore(t, "abc", 100)
+			c, m, i := newTestConn(t, store, func(cfg *Config) {
+				cfg.Observer = rec
+				cfg.InconsistentMetadataCode = tc.config
+			})
+			sendRequests(t, c, tc.req, metadataReq(12))
+			body := inconsistentBody(t, tc.req.Key(), tc.req.GetVersion(), tc.code)
+			first := respFrame(0, stateTags("abc", tc.respToken), body)
+			next := respFrame(1, stateTags("abc", 101), []byte{1})
+			m.in, m.chunk = append(append([]byte{}, first...), next...), 5
+			got, err := readAll(c, 4096)
+			if tc.wantErr {
+				var ie *InconsistentMetadataError
+				if !errors.As(err, &ie) || !errors.Is(err, consistency.ErrInconsistentMetadata) || !ie.Temporary() {
+					t.Fatalf("err = %v, want InconsistentMetadataError", err)
+				}
+				if ie.Sent != 100 || ie.BrokerAt != tc.respToken || ie.APIKey != tc.req.Key() {
+					t.Fatalf("error fields %+v", ie)
+				}
+				if !m.isClosed() {
+					t.Fatal("conn left open")
+				}
+				if len(got) >= len(first) {
+					t.Fatal("the whole inconsistent frame reached kgo")
+				}
+				if _, n, _ := rec.counts(); n != 1 || i.Stats().InconsistentMetadata != 1 {
+					t.Fatal("not counted or observed")
+				}
+				return
+			}
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("err = %v", err)
+			}
+			want := append(append([]byte{}, first...), next...)
+			if tc.wantRewrite {
+				want = append(append([]byte{}, first[:len(first)-len(body)]...), inconsistentBody(t, 0, 9, produceRetryCode)...)
+				want = append(want, next...)
+				if i.Stats().InconsistentMetadata != 1 {
+					t.Fatal("not counted")
+				}
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("kgo got %x\nwant     %x", got, want)
+			}
+			if cur := store.Load(); cur != consistency.MustOf("abc", max(101, tc.respToken)) {
+				t.Fatalf("store %v, frames after the held one were not scanned", cur)
+			}
+		})
+	}
+}
+
+func TestProduceRetryCodeIsNotEnoughReplicas(t *testing.T) {
+	// kgo must retry the rewritten code, and it must mean "not appended"
+	// (REQUEST_TIMED_OUT or NOT_ENOUGH_REPLICAS_AFTER_APPEND would make kgo
+	// unsure whether the batch was written).
+	err := kerr.ErrorForCode(produceRetryCode)
+	if err != kerr.NotEnoughReplicas || !kerr.IsRetriable(err) {
+		t.Fatalf("produceRetryCode %d is %v", produceRetryCode, err)
+	}
+}
