@@ -1,0 +1,157 @@
+// Package consumer is the typed consumer of a kconsist factory: a franz-go
+// consumer whose requests carry the factory's consistency token, so its
+// fetches, offset lookups and group joins see every topic the factory's admin
+// client created.
+//
+// Poll returns typed records. A record that fails to deserialize is never
+// dropped silently: Poll returns it as a *DeserializeError naming its topic,
+// partition and offset, next to the records that did decode.
+//
+// Commits: in a group, offsets of the records Poll returned are committed
+// automatically in the background (franz-go's default autocommit, every 5s,
+// and on rebalance and Close). Call Commit to commit them now, for example
+// before handing work off. Without a group nothing is committed.
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrDeserialize wraps every deserialization error.
+var ErrDeserialize = errors.New("consumer: deserialize")
+
+// Header is a record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is a consumed record.
+type Record[K, V any] struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       K
+	Value     V
+	Headers   []Header
+	Timestamp time.Time
+}
+
+// DeserializeError reports a record whose key or value did not decode.
+type DeserializeError struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Field     string // "key" or "value"
+	Err       error
+}
+
+func (e *DeserializeError) Error() string {
+	return fmt.Sprintf("consumer: deserialize %s of %s[%d]@%d: %v", e.Field, e.Topic, e.Partition, e.Offset, e.Err)
+}
+
+// Unwrap returns ErrDeserialize and the deserializer's error.
+func (e *DeserializeError) Unwrap() []error { return []error{ErrDeserialize, e.Err} }
+
+// FetchError reports a fetch error for a partition (or the client, with
+// Partition -1).
+type FetchError struct {
+	Topic     string
+	Partition int32
+	Err       error
+}
+
+func (e *FetchError) Error() string {
+	return fmt.Sprintf("consumer: fetch %s[%d]: %v", e.Topic, e.Partition, e.Err)
+}
+
+func (e *FetchError) Unwrap() error { return e.Err }
+
+// Consumer consumes records with K keys and V values. Poll is meant for one
+// goroutine; the other methods are safe for concurrent use.
+type Consumer[K, V any] struct {
+	cl     *kgo.Client
+	keys   Deserializer[K]
+	values Deserializer[V]
+	group  bool
+}
+
+// New wraps cl, a client made by a factory; group says whether it consumes
+// in a group. Most users call factory.NewConsumer.
+func New[K, V any](cl *kgo.Client, keys Deserializer[K], values Deserializer[V], group bool) *Consumer[K, V] {
+	return &Consumer[K, V]{cl: cl, keys: keys, values: values, group: group}
+}
+
+// Kgo returns the underlying franz-go client.
+func (c *Consumer[K, V]) Kgo() *kgo.Client { return c.cl }
+
+// Assign adds partitions to consume directly, outside any group, starting at
+// the given offsets (kgo.NewOffset().AtStart(), .At(n), ...).
+func (c *Consumer[K, V]) Assign(partitions map[string]map[int32]kgo.Offset) error {
+	if c.group {
+		return errors.New("consumer: Assign on a group consumer; partitions come from the group")
+	}
+	c.cl.AddConsumePartitions(partitions)
+	return nil
+}
+
+// Poll waits until records are available or ctx ends, and returns at most
+// max records (all buffered ones if max <= 0). The error joins every
+// *DeserializeError and *FetchError of this poll; records that decoded are
+// returned alongside it. When ctx ends with nothing fetched, Poll returns
+// ctx's error.
+func (c *Consumer[K, V]) Poll(ctx context.Context, max int) ([]Record[K, V], error) {
+	fs := c.cl.PollRecords(ctx, max)
+	if fs.IsClientClosed() {
+		return nil, kgo.ErrClientClosed
+	}
+	var errs []error
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		errs = append(errs, &FetchError{Topic: t, Partition: p, Err: err})
+	})
+	out := make([]Record[K, V], 0, fs.NumRecords())
+	fs.EachRecord(func(r *kgo.Record) {
+		k, err := c.keys.Deserialize(r.Topic, r.Key)
+		if err != nil {
+			errs = append(errs, &DeserializeError{r.Topic, r.Partition, r.Offset, "key", err})
+			return
+		}
+		v, err := c.values.Deserialize(r.Topic, r.Value)
+		if err != nil {
+			errs = append(errs, &DeserializeError{r.Topic, r.Partition, r.Offset, "value", err})
+			return
+		}
+		rec := Record[K, V]{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: k, Value: v, Timestamp: r.Timestamp}
+		if len(r.Headers) > 0 {
+			rec.Headers = make([]Header, len(r.Headers))
+			for i, h := range r.Headers {
+				rec.Headers[i] = Header{Key: h.Key, Value: h.Value}
+			}
+		}
+		out = append(out, rec)
+	})
+	if len(out) == 0 && len(errs) == 0 && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return out, errors.Join(errs...)
+}
+
+// Commit commits the offsets of every record Poll has returned (group
+// consumers only).
+func (c *Consumer[K, V]) Commit(ctx context.Context) error {
+	if !c.group {
+		return errors.New("consumer: Commit needs a group (set group.id)")
+	}
+	return c.cl.CommitUncommittedOffsets(ctx)
+}
+
+// Close leaves the group (committing what was polled) and closes the client.
+func (c *Consumer[K, V]) Close() { c.cl.Close() }

@@ -1,0 +1,25 @@
+// Package factory makes Kafka clients that share one consistency store: the
+// Go form of KIP-1243's Factory.
+//
+// Every admin client, producer and consumer made by one [Factory] stamps its
+// requests with the latest metadata offset any of them has seen, and every
+// response advances it. So after an admin call returns, the factory's
+// producer and consumer see its effect on every broker of a KIP-1243
+// cluster: a lagging broker waits (or answers INCONSISTENT_METADATA, which
+// the clients retry) instead of serving stale metadata.
+//
+//	f, err := factory.New(nil, factory.BootstrapServers("localhost:9092"))
+//	adm, err := f.Admin()
+//	_, err = adm.CreateTopic(ctx, 3, 1, nil, "orders")
+//	p, err := factory.NewProducer(f, producer.String(), producer.JSON[Order]())
+//	_, err = p.Produce(ctx, producer.Record[string, Order]{Topic: "orders", Key: "k", Value: o})
+//
+// Configuration comes as Go options ([BootstrapServers], [Acks], ...) or as
+// the Java client's properties ([FromProperties], [LoadProperties]); unknown
+// keys and bad values are errors that name the key. [KgoOpts] passes raw
+// franz-go options through.
+//
+// The factory also applies KIP-1242 (misrouted connections): see package
+// rebootstrap for metadata.recovery.strategy and
+// metadata.cluster.check.enable.
+package factory

@@ -1,0 +1,153 @@
+package factory
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/wire"
+)
+
+// EventKind names what happened.
+type EventKind uint8
+
+const (
+	// EventTokenAdvanced: a response moved the shared store forward.
+	EventTokenAdvanced EventKind = iota + 1
+	// EventInconsistentMetadata: a broker was behind the token and answered
+	// INCONSISTENT_METADATA; the request is retried.
+	EventInconsistentMetadata
+	// EventMisroute: a response named another cluster; the connection was
+	// closed.
+	EventMisroute
+	// EventRebootstrap: a client rediscovered the cluster from the bootstrap
+	// servers.
+	EventRebootstrap
+	// EventStoreReset: the rebootstrap landed on another cluster and the
+	// store was reset to Unknown.
+	EventStoreReset
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventTokenAdvanced:
+		return "token-advanced"
+	case EventInconsistentMetadata:
+		return "inconsistent-metadata"
+	case EventMisroute:
+		return "misroute"
+	case EventRebootstrap:
+		return "rebootstrap"
+	case EventStoreReset:
+		return "store-reset"
+	}
+	return "unknown"
+}
+
+// Event is a consistency event. Fields that do not apply to its Kind are
+// zero.
+type Event struct {
+	Kind EventKind
+	// Token is the new context of EventTokenAdvanced.
+	Token consistency.Context
+	// Addr is the broker address of misroute and inconsistent-metadata
+	// events.
+	Addr string
+	// APIKey is the request kind answered INCONSISTENT_METADATA.
+	APIKey int16
+	// Sent and BrokerAt are the token sent and the broker's applied offset
+	// of EventInconsistentMetadata.
+	Sent, BrokerAt int64
+	// From and To are cluster ids (misroute: expected and got).
+	From, To string
+}
+
+// Observer receives consistency events. OnEvent is called synchronously on
+// a client's network path: keep it short and never block in it.
+type Observer interface{ OnEvent(Event) }
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// OnEvent calls fn(ev).
+func (fn ObserverFunc) OnEvent(ev Event) { fn(ev) }
+
+func (c *config) emit(ev Event) {
+	if c.observer != nil {
+		c.observer.OnEvent(ev)
+	}
+	if c.logger != nil {
+		lvl := slog.LevelDebug
+		if ev.Kind >= EventMisroute {
+			lvl = slog.LevelWarn
+		}
+		c.logger.Log(context.Background(), lvl, "kconsist: "+ev.Kind.String(),
+			"token", ev.Token.String(), "addr", ev.Addr, "api_key", ev.APIKey,
+			"sent", ev.Sent, "broker_at", ev.BrokerAt, "from", ev.From, "to", ev.To)
+	}
+}
+
+// wireObserver turns wire-layer callbacks into events.
+type wireObserver struct {
+	f   *Factory
+	o   Observer
+	log *slog.Logger
+}
+
+func (w *wireObserver) cfg() *config { return &config{observer: w.o, logger: w.log} }
+
+func (w *wireObserver) OnTokenAdvanced(_, to consistency.Context) {
+	if w.o == nil && w.log == nil {
+		return
+	}
+	w.cfg().emit(Event{Kind: EventTokenAdvanced, Token: to})
+}
+
+func (w *wireObserver) OnInconsistentMetadata(addr string, key int16, sent, at int64) {
+	w.cfg().emit(Event{Kind: EventInconsistentMetadata, Addr: addr, APIKey: key, Sent: sent, BrokerAt: at})
+}
+
+func (w *wireObserver) OnMisroute(addr, expected, got string) {
+	w.cfg().emit(Event{Kind: EventMisroute, Addr: addr, From: expected, To: got})
+}
+
+// Stats are counters summed over every client of a factory.
+type Stats struct {
+	RequestsStamped      uint64 // requests that carried a token
+	ResponsesRead        uint64
+	TokensAdvanced       uint64 // responses that moved the store forward
+	Misroutes            uint64 // connections closed for naming another cluster
+	InconsistentMetadata uint64 // INCONSISTENT_METADATA answers retried
+	Rebootstraps         uint64
+	StoreResets          uint64
+}
+
+type wireStats struct {
+	mu           sync.Mutex
+	interceptors []*wire.Interceptor
+	rebootstraps atomic.Uint64
+	storeResets  atomic.Uint64
+}
+
+func (s *wireStats) add(i *wire.Interceptor) {
+	s.mu.Lock()
+	s.interceptors = append(s.interceptors, i)
+	s.mu.Unlock()
+}
+
+func (s *wireStats) snapshot() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Stats{Rebootstraps: s.rebootstraps.Load(), StoreResets: s.storeResets.Load()}
+	for _, i := range s.interceptors {
+		st := i.Stats()
+		out.RequestsStamped += st.RequestsStamped
+		out.ResponsesRead += st.ResponsesRead
+		out.TokensAdvanced += st.TokensAdvanced
+		out.Misroutes += st.Misroutes
+		out.InconsistentMetadata += st.InconsistentMetadata
+	}
+	return out
+}

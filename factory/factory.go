@@ -1,0 +1,354 @@
+package factory
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kconsist/kconsist/admin"
+	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/internal/wire"
+	"github.com/kconsist/kconsist/producer"
+	"github.com/kconsist/kconsist/rebootstrap"
+)
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("factory: invalid configuration")
+
+// Factory makes admin clients, producers and consumers that share one
+// consistency store. It is safe for concurrent use. The clients it makes
+// are independent: close each when done; the factory holds no connections.
+type Factory struct {
+	store   consistency.Store
+	base    config
+	watcher *rebootstrap.Watcher
+	stats   wireStats
+}
+
+// New returns a factory whose clients share store; a nil store means a new
+// in-process [consistency.MemoryStore]. The options are the base
+// configuration of every client; they are validated here.
+func New(store consistency.Store, opts ...Opt) (*Factory, error) {
+	if store == nil {
+		store = consistency.NewMemoryStore()
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if _, err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	f := &Factory{store: store, base: cfg}
+	f.watcher = &rebootstrap.Watcher{Store: store, OnEvent: f.rebootstrapEvent}
+	return f, nil
+}
+
+// Store returns the shared consistency store. Its context can be handed to
+// another process (see consistency.Context.Token) and merged there with
+// Store.Advance.
+func (f *Factory) Store() consistency.Store { return f.store }
+
+// Token returns the current consistency context of the factory's clients.
+func (f *Factory) Token() consistency.Context { return f.store.Load() }
+
+// Stats returns counters summed over every client the factory made.
+func (f *Factory) Stats() Stats { return f.stats.snapshot() }
+
+// Admin returns an admin client; opts apply on top of the factory's.
+func (f *Factory) Admin(opts ...Opt) (*admin.Client, error) {
+	cl, _, err := f.client(opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	return admin.New(cl), nil
+}
+
+// NewProducer returns a producer of K keys and V values; opts apply on top
+// of the factory's. (Go methods cannot have type parameters, hence a
+// function.)
+func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values producer.Serializer[V], opts ...Opt) (*producer.Producer[K, V], error) {
+	if keys == nil || values == nil {
+		return nil, fmt.Errorf("%w: NewProducer needs a key and a value serializer", ErrConfig)
+	}
+	cl, _, err := f.client(opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	return producer.New(cl, keys, values), nil
+}
+
+// NewConsumer returns a consumer of K keys and V values. With GroupID and
+// topics it joins the group; with topics and no group it consumes every
+// partition of them; with neither, assign partitions with
+// Consumer.Assign.
+func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values consumer.Deserializer[V], topics []string, opts ...Opt) (*consumer.Consumer[K, V], error) {
+	if keys == nil || values == nil {
+		return nil, fmt.Errorf("%w: NewConsumer needs a key and a value deserializer", ErrConfig)
+	}
+	var extra []kgo.Opt
+	if len(topics) > 0 {
+		extra = append(extra, kgo.ConsumeTopics(topics...))
+	}
+	cl, cfg, err := f.client(opts, extra)
+	if err != nil {
+		return nil, err
+	}
+	return consumer.New(cl, keys, values, cfg.groupID != ""), nil
+}
+
+// KgoClient returns a bare franz-go client that shares the factory's store,
+// for anything the wrappers do not cover. Close it when done.
+func (f *Factory) KgoClient(opts ...Opt) (*kgo.Client, error) {
+	cl, _, err := f.client(opts, nil)
+	return cl, err
+}
+
+func (f *Factory) client(opts []Opt, extra []kgo.Opt) (*kgo.Client, config, error) {
+	cfg := f.base.clone()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	kopts, err := cfg.validate()
+	if err != nil {
+		return nil, cfg, err
+	}
+	var clRef atomic.Pointer[kgo.Client]
+	ic, err := wire.New(wire.Config{
+		Store:                    f.store,
+		Dial:                     rebootstrap.Dialer(cfg.resolver, nil),
+		TLS:                      cfg.tls,
+		InconsistentMetadataCode: cfg.incCode,
+		Logger:                   kgoLogger(cfg.logger),
+		Observer:                 &wireObserver{f: f, o: cfg.observer, log: cfg.logger},
+		ExpectedCluster:          f.expected(cfg.pin),
+	})
+	if err != nil {
+		return nil, cfg, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	kopts = append(kopts, kgo.Dialer(ic.DialContext))
+	kopts = append(kopts, rebootstrap.Opts(cfg.strategy, cfg.clusterCheck, cfg.seeds, func() {
+		f.stats.rebootstraps.Add(1)
+		f.watcher.Rebootstrapped(clRef.Load())
+	})...)
+	kopts = append(kopts, extra...)
+	kopts = append(kopts, cfg.kgoOpts...)
+	cl, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return nil, cfg, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	clRef.Store(cl)
+	f.stats.add(ic)
+	f.watcher.Watch(cl)
+	return cl, cfg, nil
+}
+
+// expected returns the cluster the wire layer must insist on: the pin, or
+// nothing (then the store's own cluster is the reference).
+func (f *Factory) expected(pin string) func() string {
+	if pin == "" {
+		return nil
+	}
+	return func() string { return pin }
+}
+
+func (f *Factory) rebootstrapEvent(ev rebootstrap.Event) {
+	if ev.StoreReset {
+		f.stats.storeResets.Add(1)
+	}
+	f.base.emit(Event{Kind: EventRebootstrap, From: ev.From, To: ev.To})
+	if ev.StoreReset {
+		f.base.emit(Event{Kind: EventStoreReset, From: ev.From, To: ev.To})
+	}
+}
+
+// validate checks cfg and translates it to franz-go options.
+func (c *config) validate() ([]kgo.Opt, error) {
+	errs := append([]error(nil), c.errs...)
+	if len(c.seeds) == 0 {
+		errs = append(errs, errors.New("bootstrap.servers: required, none given"))
+	}
+	idem := c.acks == "all"
+	if c.idempotence != nil {
+		if *c.idempotence && c.acks != "all" {
+			errs = append(errs, fmt.Errorf("enable.idempotence: true needs acks=all, have acks=%s", c.acks))
+		}
+		idem = *c.idempotence && c.acks == "all"
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(c.seeds...)}
+	if c.clientID != "" {
+		opts = append(opts, kgo.ClientID(c.clientID))
+	} else {
+		opts = append(opts, kgo.ClientID("kconsist"))
+	}
+	if c.requestTimeout > 0 {
+		opts = append(opts, kgo.RequestTimeoutOverhead(c.requestTimeout))
+	}
+	if c.retryBackoff > 0 {
+		d := c.retryBackoff
+		opts = append(opts, kgo.RetryBackoffFn(func(int) time.Duration { return d }))
+	}
+	switch c.acks {
+	case "all":
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
+	case "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	}
+	if !idem {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	if c.linger > 0 {
+		opts = append(opts, kgo.ProducerLinger(c.linger))
+	}
+	switch c.compression {
+	case "gzip":
+		opts = append(opts, kgo.ProducerBatchCompression(kgo.GzipCompression()))
+	case "snappy":
+		opts = append(opts, kgo.ProducerBatchCompression(kgo.SnappyCompression()))
+	case "lz4":
+		opts = append(opts, kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	case "zstd":
+		opts = append(opts, kgo.ProducerBatchCompression(kgo.ZstdCompression()))
+	default:
+		opts = append(opts, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	}
+	if c.groupID != "" {
+		opts = append(opts, kgo.ConsumerGroup(c.groupID))
+	}
+	switch c.autoOffsetRes {
+	case "earliest":
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	case "none":
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NoResetOffset()))
+	default:
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	}
+	if c.isolationLevel == "read_committed" {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	if l := kgoLogger(c.logger); l != nil {
+		opts = append(opts, kgo.WithLogger(l))
+	}
+	secOpts, err := c.security()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	opts = append(opts, secOpts...)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return opts, nil
+}
+
+// security checks security.protocol, SASL and TLS settings together and
+// loads certificate files. It may set c.tls.
+func (c *config) security() ([]kgo.Opt, error) {
+	wantTLS := c.secProt == "SSL" || c.secProt == "SASL_SSL"
+	wantSASL := c.secProt == "SASL_PLAINTEXT" || c.secProt == "SASL_SSL"
+	var opts []kgo.Opt
+	if wantSASL {
+		var m sasl.Mechanism
+		switch c.sasl.mechanism {
+		case "PLAIN":
+			m = plain.Auth{User: c.sasl.user, Pass: c.sasl.pass}.AsMechanism()
+		case "SCRAM-SHA-256":
+			m = scram.Auth{User: c.sasl.user, Pass: c.sasl.pass}.AsSha256Mechanism()
+		case "SCRAM-SHA-512":
+			m = scram.Auth{User: c.sasl.user, Pass: c.sasl.pass}.AsSha512Mechanism()
+		case "":
+			return nil, fmt.Errorf("sasl.mechanism: required with security.protocol=%s (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", c.secProt)
+		default:
+			return nil, fmt.Errorf("sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", c.sasl.mechanism)
+		}
+		if c.sasl.user == "" {
+			return nil, errors.New("sasl.username: required with SASL")
+		}
+		opts = append(opts, kgo.SASL(m))
+	} else if c.sasl.mechanism != "" {
+		return nil, fmt.Errorf("sasl.mechanism: set, but security.protocol=%s does not use SASL", c.secProt)
+	}
+	if !wantTLS {
+		if c.sslCA != "" || c.sslCert != "" || c.sslKey != "" || c.tls != nil {
+			return nil, fmt.Errorf("security.protocol: %s, but TLS settings are given (use SSL or SASL_SSL)", c.secProt)
+		}
+		return opts, nil
+	}
+	if c.tls == nil {
+		c.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+	} else {
+		c.tls = c.tls.Clone()
+	}
+	if c.sslCA != "" {
+		pem, err := os.ReadFile(c.sslCA)
+		if err != nil {
+			return nil, fmt.Errorf("ssl.ca.location: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("ssl.ca.location: %s holds no PEM certificate", c.sslCA)
+		}
+		c.tls.RootCAs = pool
+	}
+	if (c.sslCert == "") != (c.sslKey == "") {
+		return nil, errors.New("ssl.certificate.location and ssl.key.location: give both or neither")
+	}
+	if c.sslCert != "" {
+		pair, err := tls.LoadX509KeyPair(c.sslCert, c.sslKey)
+		if err != nil {
+			return nil, fmt.Errorf("ssl.certificate.location: %v", err)
+		}
+		c.tls.Certificates = []tls.Certificate{pair}
+	}
+	return opts, nil
+}
+
+// kgoLogger adapts a slog logger to franz-go's Logger.
+func kgoLogger(l *slog.Logger) kgo.Logger {
+	if l == nil {
+		return nil
+	}
+	return slogAdapter{l}
+}
+
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Level() kgo.LogLevel {
+	ctx := context.Background()
+	switch {
+	case a.l.Enabled(ctx, slog.LevelDebug):
+		return kgo.LogLevelDebug
+	case a.l.Enabled(ctx, slog.LevelInfo):
+		return kgo.LogLevelInfo
+	case a.l.Enabled(ctx, slog.LevelWarn):
+		return kgo.LogLevelWarn
+	default:
+		return kgo.LogLevelError
+	}
+}
+
+func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lvl := slog.LevelError
+	switch level {
+	case kgo.LogLevelDebug:
+		lvl = slog.LevelDebug
+	case kgo.LogLevelInfo:
+		lvl = slog.LevelInfo
+	case kgo.LogLevelWarn:
+		lvl = slog.LevelWarn
+	}
+	a.l.Log(context.Background(), lvl, msg, keyvals...)
+}

@@ -1,0 +1,281 @@
+package factory
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/rebootstrap"
+)
+
+// Opt configures a Factory or one client it makes. Options given to New are
+// the base of every client; options given to a client constructor are
+// applied on top of them for that client only. Applying an option twice is
+// harmless: the last value wins.
+type Opt interface{ apply(*config) }
+
+type opt func(*config)
+
+func (o opt) apply(c *config) { o(c) }
+
+// config is everything the options set. Validation happens once, when a
+// client is built, so errors name the option and the value.
+type config struct {
+	seeds        []string
+	clientID     string
+	strategy     rebootstrap.Strategy
+	clusterCheck bool
+
+	requestTimeout time.Duration
+	retryBackoff   time.Duration
+
+	acks           string // "all", "1", "0"
+	idempotence    *bool  // nil: default (true unless acks is not all)
+	linger         time.Duration
+	compression    string
+	groupID        string
+	autoOffsetRes  string
+	isolationLevel string
+
+	tls     *tls.Config
+	sasl    saslConfig
+	secProt string
+	sslCA   string
+	sslCert string
+	sslKey  string
+
+	logger   *slog.Logger
+	observer Observer
+	kgoOpts  []kgo.Opt
+	incCode  int16
+	pin      string
+	resolver rebootstrap.Resolver
+	errs     []error
+}
+
+type saslConfig struct {
+	mechanism, user, pass string
+}
+
+func defaultConfig() config {
+	return config{
+		strategy:       rebootstrap.Rebootstrap,
+		clusterCheck:   true,
+		acks:           "all",
+		compression:    "none",
+		autoOffsetRes:  "latest",
+		isolationLevel: "read_uncommitted",
+		secProt:        "PLAINTEXT",
+	}
+}
+
+func (c config) clone() config {
+	c.seeds = append([]string(nil), c.seeds...)
+	c.kgoOpts = append([]kgo.Opt(nil), c.kgoOpts...)
+	c.errs = append([]error(nil), c.errs...)
+	if c.idempotence != nil {
+		v := *c.idempotence
+		c.idempotence = &v
+	}
+	return c
+}
+
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+// BootstrapServers sets the host:port pairs used to discover the cluster
+// (bootstrap.servers). Required. Host names are resolved again on every
+// (re)bootstrap, never cached.
+func BootstrapServers(addrs ...string) Opt {
+	return opt(func(c *config) {
+		c.seeds = nil
+		for _, a := range addrs {
+			for _, s := range strings.Split(a, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					c.seeds = append(c.seeds, s)
+				}
+			}
+		}
+	})
+}
+
+// ClientID sets client.id, sent in every request header. Default "kconsist".
+func ClientID(id string) Opt { return opt(func(c *config) { c.clientID = id }) }
+
+// RecoveryStrategy sets metadata.recovery.strategy. Default
+// rebootstrap.Rebootstrap. rebootstrap.None also turns the KIP-1242 cluster
+// check off, since a client that cannot rebootstrap cannot act on it.
+func RecoveryStrategy(s rebootstrap.Strategy) Opt {
+	return opt(func(c *config) { c.strategy = s })
+}
+
+// ClusterCheck sets metadata.cluster.check.enable (KIP-1242). Default true:
+// ApiVersions v5 names the cluster and node the client expects, so a broker
+// reached through a stale address answers REBOOTSTRAP_REQUIRED instead of
+// serving the request. Turn it off only if a proxy in the path breaks it.
+func ClusterCheck(enable bool) Opt { return opt(func(c *config) { c.clusterCheck = enable }) }
+
+// RequestTimeout sets request.timeout.ms: how long a request may wait for its
+// response beyond any timeout the request itself carries. Default: franz-go's
+// (10s overhead).
+func RequestTimeout(d time.Duration) Opt {
+	return opt(func(c *config) {
+		if d <= 0 {
+			c.fail("request.timeout.ms: %v is not positive", d)
+		}
+		c.requestTimeout = d
+	})
+}
+
+// RetryBackoff sets retry.backoff.ms, the fixed wait between retries.
+// Default: franz-go's jittered exponential backoff (250ms up to 2.5s).
+func RetryBackoff(d time.Duration) Opt {
+	return opt(func(c *config) {
+		if d < 0 {
+			c.fail("retry.backoff.ms: %v is negative", d)
+		}
+		c.retryBackoff = d
+	})
+}
+
+// Acks sets the producer's acks: "all" (or "-1", the default), "1" or "0".
+// Idempotence needs "all"; other values turn it off unless it was asked for
+// explicitly, which is then an error.
+func Acks(acks string) Opt {
+	return opt(func(c *config) {
+		switch strings.ToLower(strings.TrimSpace(acks)) {
+		case "all", "-1":
+			c.acks = "all"
+		case "1", "0":
+			c.acks = strings.TrimSpace(acks)
+		default:
+			c.fail("acks: %q is not one of all, -1, 1, 0", acks)
+		}
+	})
+}
+
+// Idempotence sets enable.idempotence. Default true: retries (including
+// those after INCONSISTENT_METADATA) never duplicate or reorder records.
+func Idempotence(enable bool) Opt {
+	return opt(func(c *config) { c.idempotence = &enable })
+}
+
+// Linger sets linger.ms, how long the producer waits to fill a batch.
+// Default 0 (send as soon as possible), as in franz-go.
+func Linger(d time.Duration) Opt {
+	return opt(func(c *config) {
+		if d < 0 {
+			c.fail("linger.ms: %v is negative", d)
+		}
+		c.linger = d
+	})
+}
+
+// Compression sets compression.type: none (default), gzip, snappy, lz4 or
+// zstd.
+func Compression(codec string) Opt {
+	return opt(func(c *config) {
+		switch v := strings.ToLower(strings.TrimSpace(codec)); v {
+		case "none", "gzip", "snappy", "lz4", "zstd":
+			c.compression = v
+		default:
+			c.fail("compression.type: %q is not one of none, gzip, snappy, lz4, zstd", codec)
+		}
+	})
+}
+
+// GroupID sets group.id. A consumer with a group id and topics joins the
+// group; without one it consumes the partitions it is assigned.
+func GroupID(id string) Opt { return opt(func(c *config) { c.groupID = id }) }
+
+// AutoOffsetReset sets auto.offset.reset: earliest, latest (default) or none
+// (an out-of-range or missing offset is an error).
+func AutoOffsetReset(where string) Opt {
+	return opt(func(c *config) {
+		switch v := strings.ToLower(strings.TrimSpace(where)); v {
+		case "earliest", "latest", "none":
+			c.autoOffsetRes = v
+		default:
+			c.fail("auto.offset.reset: %q is not one of earliest, latest, none", where)
+		}
+	})
+}
+
+// IsolationLevel sets isolation.level: read_uncommitted (default) or
+// read_committed.
+func IsolationLevel(level string) Opt {
+	return opt(func(c *config) {
+		switch v := strings.ToLower(strings.TrimSpace(level)); v {
+		case "read_uncommitted", "read_committed":
+			c.isolationLevel = v
+		default:
+			c.fail("isolation.level: %q is not one of read_uncommitted, read_committed", level)
+		}
+	})
+}
+
+// TLS encrypts connections with cfg (security.protocol SSL or SASL_SSL).
+// The handshake is done by the consistency dialer, since franz-go cannot
+// combine its own TLS dialing with a custom dialer.
+func TLS(cfg *tls.Config) Opt {
+	return opt(func(c *config) {
+		c.tls = cfg
+		if cfg != nil && !strings.HasSuffix(c.secProt, "SSL") {
+			if strings.HasPrefix(c.secProt, "SASL") {
+				c.secProt = "SASL_SSL"
+			} else {
+				c.secProt = "SSL"
+			}
+		}
+	})
+}
+
+// SASL authenticates with mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+func SASL(mechanism, username, password string) Opt {
+	return opt(func(c *config) {
+		c.sasl = saslConfig{strings.ToUpper(strings.TrimSpace(mechanism)), username, password}
+	})
+}
+
+// Logger sends the SDK's and franz-go's logs to l. Default: no logs.
+func Logger(l *slog.Logger) Opt { return opt(func(c *config) { c.logger = l }) }
+
+// WithObserver reports consistency events (tokens advanced, stale metadata
+// retried, misroutes, rebootstraps, store resets) to o.
+func WithObserver(o Observer) Opt { return opt(func(c *config) { c.observer = o }) }
+
+// KgoOpts passes raw franz-go options through, applied after everything the
+// factory sets. The escape hatch for what has no factory option; it can undo
+// the consistency guarantee (e.g. a kgo.Dialer of your own replaces the one
+// that stamps tokens), so use it with care.
+func KgoOpts(opts ...kgo.Opt) Opt {
+	return opt(func(c *config) { c.kgoOpts = append(c.kgoOpts, opts...) })
+}
+
+// InconsistentMetadataCode sets the error code a KIP-1243 broker uses for
+// INCONSISTENT_METADATA. No code is assigned upstream yet; default 1243.
+func InconsistentMetadataCode(code int16) Opt {
+	return opt(func(c *config) {
+		if code <= 0 {
+			c.fail("InconsistentMetadataCode: %d is not a positive error code", code)
+		}
+		c.incCode = code
+	})
+}
+
+// PinCluster pins the cluster id the clients may talk to. A KIP-1243
+// response from another cluster closes the connection, and a rebootstrap
+// that lands on another cluster fails in-flight work with an error that
+// satisfies errors.Is(err, rebootstrap.ErrClusterChanged). Without a pin the
+// clients follow the bootstrap servers to a new cluster, as the Java client
+// does, and the store is reset.
+func PinCluster(id string) Opt { return opt(func(c *config) { c.pin = id }) }
+
+// Resolver replaces DNS resolution of bootstrap and broker host names (for
+// tests, or a custom service discovery). It is called on every dial.
+func Resolver(r rebootstrap.Resolver) Opt { return opt(func(c *config) { c.resolver = r }) }

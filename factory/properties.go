@@ -1,0 +1,295 @@
+package factory
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kconsist/kconsist/rebootstrap"
+)
+
+// property describes one Java client configuration key.
+type property struct {
+	accepted string // what the key accepts, for error messages
+	parse    func(v string) (Opt, error)
+}
+
+func msProperty(key string, min int64, build func(time.Duration) Opt) property {
+	return property{
+		accepted: fmt.Sprintf("an integer number of milliseconds >= %d", min),
+		parse: func(v string) (Opt, error) {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n < min {
+				return nil, fmt.Errorf("%s: %q is not an integer number of milliseconds >= %d", key, v, min)
+			}
+			return build(time.Duration(n) * time.Millisecond), nil
+		},
+	}
+}
+
+func enumProperty(key string, values []string, build func(string) Opt) property {
+	return property{
+		accepted: "one of " + strings.Join(values, ", "),
+		parse: func(v string) (Opt, error) {
+			for _, ok := range values {
+				if strings.EqualFold(strings.TrimSpace(v), ok) {
+					return build(ok), nil
+				}
+			}
+			return nil, fmt.Errorf("%s: %q is not one of %s", key, v, strings.Join(values, ", "))
+		},
+	}
+}
+
+func stringProperty(key string, build func(string) Opt) property {
+	return property{accepted: "a non-empty string", parse: func(v string) (Opt, error) {
+		if strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("%s: empty value", key)
+		}
+		return build(strings.TrimSpace(v)), nil
+	}}
+}
+
+func boolProperty(key string, build func(bool) Opt) property {
+	return property{accepted: "true or false", parse: func(v string) (Opt, error) {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			return build(true), nil
+		case "false":
+			return build(false), nil
+		}
+		return nil, fmt.Errorf("%s: %q is not true or false", key, v)
+	}}
+}
+
+var properties = map[string]property{
+	"bootstrap.servers": {accepted: "a comma-separated list of host:port", parse: func(v string) (Opt, error) {
+		var seeds []string
+		for _, s := range strings.Split(v, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				continue
+			}
+			i := strings.LastIndexByte(s, ':')
+			if i <= 0 || i == len(s)-1 {
+				return nil, fmt.Errorf("bootstrap.servers: %q is not host:port", s)
+			}
+			if p, err := strconv.ParseUint(s[i+1:], 10, 16); err != nil || p == 0 {
+				return nil, fmt.Errorf("bootstrap.servers: %q has no valid port", s)
+			}
+			seeds = append(seeds, s)
+		}
+		if len(seeds) == 0 {
+			return nil, fmt.Errorf("bootstrap.servers: no host:port in %q", v)
+		}
+		return BootstrapServers(seeds...), nil
+	}},
+	"client.id": stringProperty("client.id", func(s string) Opt { return ClientID(s) }),
+	"metadata.recovery.strategy": enumProperty("metadata.recovery.strategy", []string{"rebootstrap", "none"}, func(s string) Opt {
+		st, _ := rebootstrap.ParseStrategy(s)
+		return RecoveryStrategy(st)
+	}),
+	"metadata.cluster.check.enable": boolProperty("metadata.cluster.check.enable", ClusterCheck),
+	"request.timeout.ms":            msProperty("request.timeout.ms", 1, RequestTimeout),
+	"retry.backoff.ms":              msProperty("retry.backoff.ms", 0, RetryBackoff),
+	"acks":                          enumProperty("acks", []string{"all", "-1", "1", "0"}, Acks),
+	"enable.idempotence":            boolProperty("enable.idempotence", Idempotence),
+	"linger.ms":                     msProperty("linger.ms", 0, Linger),
+	"compression.type":              enumProperty("compression.type", []string{"none", "gzip", "snappy", "lz4", "zstd"}, Compression),
+	"group.id":                      stringProperty("group.id", GroupID),
+	"auto.offset.reset":             enumProperty("auto.offset.reset", []string{"earliest", "latest", "none"}, AutoOffsetReset),
+	"isolation.level":               enumProperty("isolation.level", []string{"read_uncommitted", "read_committed"}, IsolationLevel),
+	"security.protocol": enumProperty("security.protocol", []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, func(s string) Opt {
+		return opt(func(c *config) { c.secProt = s })
+	}),
+	"sasl.mechanism": enumProperty("sasl.mechanism", []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, func(s string) Opt {
+		return opt(func(c *config) { c.sasl.mechanism = s })
+	}),
+	"sasl.username": stringProperty("sasl.username", func(s string) Opt { return opt(func(c *config) { c.sasl.user = s }) }),
+	"sasl.password": {accepted: "a string", parse: func(v string) (Opt, error) {
+		return opt(func(c *config) { c.sasl.pass = v }), nil
+	}},
+	"ssl.ca.location":          stringProperty("ssl.ca.location", func(s string) Opt { return opt(func(c *config) { c.sslCA = s }) }),
+	"ssl.certificate.location": stringProperty("ssl.certificate.location", func(s string) Opt { return opt(func(c *config) { c.sslCert = s }) }),
+	"ssl.key.location":         stringProperty("ssl.key.location", func(s string) Opt { return opt(func(c *config) { c.sslKey = s }) }),
+}
+
+// PropertyKeys returns the Java client configuration keys the factory
+// understands, sorted.
+func PropertyKeys() []string {
+	keys := make([]string, 0, len(properties))
+	for k := range properties {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// FromProperties turns Java-style client properties into options. Unknown
+// keys and bad values are errors that name the key and what it accepts; all
+// of them are reported, not just the first.
+func FromProperties(props map[string]string) ([]Opt, error) {
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var opts []Opt
+	var errs []string
+	for _, k := range keys {
+		p, ok := properties[k]
+		if !ok {
+			errs = append(errs, fmt.Sprintf("%s: unknown configuration key (known: %s)", k, strings.Join(PropertyKeys(), ", ")))
+			continue
+		}
+		o, err := p.parse(props[k])
+		if err != nil {
+			errs = append(errs, err.Error()+" (accepted: "+p.accepted+")")
+			continue
+		}
+		opts = append(opts, o)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrConfig, strings.Join(errs, "; "))
+	}
+	return opts, nil
+}
+
+// LoadProperties reads a Java .properties file and returns its options; see
+// [ParseProperties] and [FromProperties].
+func LoadProperties(path string) ([]Opt, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	defer f.Close()
+	props, err := ParseProperties(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return FromProperties(props)
+}
+
+// ParseProperties reads the Java .properties format: "key=value",
+// "key: value" or "key value" lines; '#' and '!' comments; a trailing
+// backslash continues a line; \t \n \r \f \uXXXX and escaped separators are
+// unescaped. A key given twice keeps its last value, as in Java.
+func ParseProperties(r io.Reader) (map[string]string, error) {
+	props := map[string]string{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	lineNo := 0
+	var logical strings.Builder
+	for sc.Scan() {
+		lineNo++
+		line := strings.TrimLeft(sc.Text(), " \t\f")
+		if logical.Len() == 0 && (line == "" || line[0] == '#' || line[0] == '!') {
+			continue
+		}
+		if continues(line) {
+			logical.WriteString(line[:len(line)-1])
+			continue
+		}
+		logical.WriteString(line)
+		k, v, err := splitProperty(logical.String())
+		logical.Reset()
+		if err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrConfig, lineNo, err)
+		}
+		props[k] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if logical.Len() > 0 {
+		k, v, err := splitProperty(logical.String())
+		if err != nil {
+			return nil, fmt.Errorf("%w: line %d: %v", ErrConfig, lineNo, err)
+		}
+		props[k] = v
+	}
+	return props, nil
+}
+
+// continues reports whether line ends in an odd number of backslashes.
+func continues(line string) bool {
+	n := 0
+	for i := len(line) - 1; i >= 0 && line[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 1
+}
+
+func splitProperty(line string) (string, string, error) {
+	var key strings.Builder
+	i := 0
+	for i < len(line) {
+		ch := line[i]
+		if ch == '\\' && i+1 < len(line) {
+			r, w, err := unescape(line[i:])
+			if err != nil {
+				return "", "", err
+			}
+			key.WriteString(r)
+			i += w
+			continue
+		}
+		if ch == '=' || ch == ':' || ch == ' ' || ch == '\t' || ch == '\f' {
+			break
+		}
+		key.WriteByte(ch)
+		i++
+	}
+	rest := strings.TrimLeft(line[i:], " \t\f")
+	if rest != "" && (rest[0] == '=' || rest[0] == ':') {
+		rest = strings.TrimLeft(rest[1:], " \t\f")
+	}
+	var val strings.Builder
+	for j := 0; j < len(rest); {
+		if rest[j] == '\\' && j+1 < len(rest) {
+			r, w, err := unescape(rest[j:])
+			if err != nil {
+				return "", "", err
+			}
+			val.WriteString(r)
+			j += w
+			continue
+		}
+		val.WriteByte(rest[j])
+		j++
+	}
+	if key.Len() == 0 {
+		return "", "", fmt.Errorf("no key in %q", line)
+	}
+	return key.String(), val.String(), nil
+}
+
+// unescape decodes the escape at the start of s (s[0] is a backslash).
+func unescape(s string) (string, int, error) {
+	switch c := s[1]; c {
+	case 't':
+		return "\t", 2, nil
+	case 'n':
+		return "\n", 2, nil
+	case 'r':
+		return "\r", 2, nil
+	case 'f':
+		return "\f", 2, nil
+	case 'u':
+		if len(s) < 6 {
+			return "", 0, fmt.Errorf("truncated \\u escape in %q", s)
+		}
+		n, err := strconv.ParseUint(s[2:6], 16, 16)
+		if err != nil {
+			return "", 0, fmt.Errorf("bad \\u escape %q", s[:6])
+		}
+		return string(rune(n)), 6, nil
+	default:
+		return string(c), 2, nil
+	}
+}

@@ -1,0 +1,230 @@
+package rebootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+// Strategy is metadata.recovery.strategy.
+type Strategy int8
+
+const (
+	// Rebootstrap re-resolves the bootstrap servers and rediscovers the
+	// cluster when the client's view is wrong. The default.
+	Rebootstrap Strategy = iota
+	// None never rebootstraps; the cluster check is off too, since a client
+	// that cannot rebootstrap cannot act on it.
+	None
+)
+
+// ParseStrategy parses the values of metadata.recovery.strategy
+// ("rebootstrap", "none"; case-insensitive, as in the Java client).
+func ParseStrategy(s string) (Strategy, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "rebootstrap":
+		return Rebootstrap, nil
+	case "none":
+		return None, nil
+	}
+	return 0, fmt.Errorf("metadata.recovery.strategy: %q is not one of rebootstrap, none", s)
+}
+
+func (s Strategy) String() string {
+	if s == None {
+		return "none"
+	}
+	return "rebootstrap"
+}
+
+// ErrClusterChanged is reported when the client finds itself talking to a
+// cluster other than the one it knew (or was pinned to).
+var ErrClusterChanged = errors.New("rebootstrap: cluster changed")
+
+// ClusterChangedError names both cluster ids. It satisfies
+// errors.Is(err, ErrClusterChanged).
+type ClusterChangedError struct{ From, To string }
+
+func (e *ClusterChangedError) Error() string {
+	return fmt.Sprintf("rebootstrap: cluster changed from %q to %q", e.From, e.To)
+}
+
+// Is reports whether target is ErrClusterChanged.
+func (e *ClusterChangedError) Is(target error) bool { return target == ErrClusterChanged }
+
+// Resolver resolves a host name to addresses; net.DefaultResolver.LookupHost
+// is the default.
+type Resolver func(ctx context.Context, host string) ([]string, error)
+
+// Dialer returns a dial function that resolves the host of every address it
+// is asked for with resolve, then dials the addresses in turn with base. It
+// never caches an answer, so a rebootstrap reaches whatever the bootstrap
+// names resolve to now.
+func Dialer(resolve Resolver, base func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if base == nil {
+		d := &net.Dialer{Timeout: 10 * time.Second}
+		base = d.DialContext
+	}
+	if resolve == nil {
+		return base
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if net.ParseIP(host) != nil {
+			return base(ctx, network, addr)
+		}
+		ips, err := resolve(ctx, host)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", host, err)
+		}
+		if len(ips) == 0 {
+			return nil, fmt.Errorf("resolve %s: no addresses", host)
+		}
+		var errs []error
+		for _, ip := range ips {
+			c, err := base(ctx, network, net.JoinHostPort(ip, port))
+			if err == nil {
+				return c, nil
+			}
+			errs = append(errs, err)
+		}
+		return nil, errors.Join(errs...)
+	}
+}
+
+// Opts returns the kgo options that enforce strategy and check. onRequired,
+// when not nil, is called on every rebootstrap the client performs.
+func Opts(strategy Strategy, clusterCheck bool, seeds []string, onRequired func()) []kgo.Opt {
+	var opts []kgo.Opt
+	if strategy == None || !clusterCheck {
+		// ApiVersions v5 is the version that carries ClusterId and NodeId.
+		v := kversion.Stable()
+		v.SetMaxKeyVersion(18, 4)
+		opts = append(opts, kgo.MaxVersions(v))
+	}
+	if strategy == Rebootstrap {
+		seeds := append([]string(nil), seeds...)
+		opts = append(opts, kgo.OnRebootstrapRequired(func() ([]string, error) {
+			if onRequired != nil {
+				onRequired()
+			}
+			// Host names go back unresolved: the dialer resolves them
+			// again, so a moved DNS name is followed.
+			return seeds, nil
+		}))
+	}
+	return opts
+}
+
+// Event is something a Watcher observed.
+type Event struct {
+	// Rebootstrapped is set when the client rebootstrapped.
+	Rebootstrapped bool
+	// From and To are the cluster ids before and after, when known.
+	From, To string
+	// StoreReset is set when the consistency store was reset because the
+	// cluster changed.
+	StoreReset bool
+}
+
+// Watcher keeps the cluster id a factory's clients talk to. One Watcher
+// serves every client of a factory, since they share one store.
+type Watcher struct {
+	Store   consistency.Store
+	OnEvent func(Event)
+	// Timeout bounds the metadata requests the watcher makes.
+	Timeout time.Duration
+
+	mu      sync.Mutex
+	cluster string
+}
+
+// Cluster returns the cluster id last learnt, or "".
+func (w *Watcher) Cluster() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cluster
+}
+
+// Watch learns the cluster id of a new client in the background, so that a
+// later rebootstrap can tell whether the cluster changed.
+func (w *Watcher) Watch(cl *kgo.Client) {
+	go func() {
+		if id := w.ask(cl); id != "" {
+			w.mu.Lock()
+			if w.cluster == "" {
+				w.cluster = id
+			}
+			w.mu.Unlock()
+		}
+	}()
+}
+
+// Rebootstrapped is the hook to call from kgo's OnRebootstrapRequired. It
+// returns at once and checks the cluster id in the background, because kgo
+// calls the hook with its own locks held.
+func (w *Watcher) Rebootstrapped(cl *kgo.Client) {
+	if cl == nil {
+		return
+	}
+	go w.check(cl)
+}
+
+// ask returns the cluster id cl reaches, or "" if none answered in time.
+func (w *Watcher) ask(cl *kgo.Client) string {
+	timeout := w.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(cl.Context(), timeout)
+	defer cancel()
+	// Ask until a broker answers: right after a rebootstrap the old
+	// connections are being torn down and the first tries may fail.
+	for ctx.Err() == nil {
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		if err == nil && resp.ClusterID != nil {
+			return *resp.ClusterID
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return ""
+}
+
+func (w *Watcher) check(cl *kgo.Client) {
+	now := w.ask(cl)
+	w.mu.Lock()
+	before := w.cluster
+	if before == "" && w.Store != nil {
+		before = w.Store.Load().ClusterID()
+	}
+	if now != "" {
+		w.cluster = now
+	}
+	w.mu.Unlock()
+	ev := Event{Rebootstrapped: true, From: before, To: now}
+	if now != "" && before != "" && now != before {
+		if w.Store != nil && w.Store.Load().ClusterID() != now {
+			w.Store.Reset()
+		}
+		ev.StoreReset = true
+	}
+	if w.OnEvent != nil {
+		w.OnEvent(ev)
+	}
+}
