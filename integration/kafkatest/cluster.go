@@ -194,12 +194,15 @@ func Start(t testing.TB, opts ...Opt) *Cluster {
 	}
 
 	c := &Cluster{t: t, id: cfg.clusterID, java: java, classpath: cp, timeout: cfg.startTimeout}
+	// The temp dir is made before the cleanup is registered, so that the
+	// processes are gone (and logs read) before it is removed.
+	root := t.TempDir()
 	t.Cleanup(c.cleanup)
 	// Free ports are found by binding :0 and letting go, so another process
 	// can take one before Kafka binds it. That shows as a bind failure, and
 	// a second try with new ports almost surely succeeds.
 	for attempt := 1; ; attempt++ {
-		c.dir = t.TempDir()
+		c.dir = filepath.Join(root, fmt.Sprintf("try-%d", attempt))
 		err = c.boot(cfg)
 		if err == nil {
 			return c
@@ -236,6 +239,9 @@ func (c *Cluster) boot(cfg config) error {
 		}
 		voters = append(voters, fmt.Sprintf("%d@%s", id, n.controller))
 		c.nodes = append(c.nodes, n)
+	}
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return fmt.Errorf("cluster directory: %w", err)
 	}
 	log4j := filepath.Join(c.dir, "log4j2.properties")
 	if err := os.WriteFile(log4j, []byte(log4jConfig), 0o644); err != nil {

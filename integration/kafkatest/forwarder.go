@@ -26,6 +26,9 @@ type Frame struct {
 	// correlation id). -1 when a response matches no request seen.
 	Key, Version  int16
 	CorrelationID int32
+	// ClientID is the client.id of a request ("" if none or a response),
+	// which tells apart clients sharing the forwarder.
+	ClientID string
 	// Body is the frame without its 4-byte size: for a request it starts
 	// with the request header, for a response with the correlation id.
 	// The observer owns it.
@@ -242,6 +245,11 @@ func (c *fwdConn) frame(body []byte, request bool) (Frame, bool) {
 		fr.Key = int16(binary.BigEndian.Uint16(body[0:]))
 		fr.Version = int16(binary.BigEndian.Uint16(body[2:]))
 		fr.CorrelationID = int32(binary.BigEndian.Uint32(body[4:]))
+		if len(body) >= 10 {
+			if n := int(int16(binary.BigEndian.Uint16(body[8:]))); n > 0 && len(body) >= 10+n {
+				fr.ClientID = string(body[10 : 10+n])
+			}
+		}
 		c.mu.Lock()
 		c.pending[fr.CorrelationID] = [2]int16{fr.Key, fr.Version}
 		c.mu.Unlock()
