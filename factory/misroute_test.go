@@ -1,0 +1,144 @@
+package factory
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/producer"
+)
+
+// advertisedListener makes kfake advertise another address (a forwarder)
+// than the one it listens on.
+type advertisedListener struct {
+	net.Listener
+	advertised net.Addr
+}
+
+func (l advertisedListener) Addr() net.Addr { return l.advertised }
+
+// kfakeBehind starts a one-broker kfake cluster that advertises the
+// forwarder fw and points fw at it. It returns the cluster and its real
+// address.
+func kfakeBehind(t *testing.T, clusterID string, fw *kafkatest.Forwarder, opts ...kfake.Opt) (*kfake.Cluster, string) {
+	t.Helper()
+	adv, err := net.ResolveTCPAddr("tcp", fw.Addr())
+	require.NoError(t, err)
+	var real string
+	c, err := kfake.NewCluster(append([]kfake.Opt{
+		kfake.NumBrokers(1), kfake.ClusterID(clusterID),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			ln, err := net.Listen(network, "127.0.0.1:0")
+			if err != nil {
+				return nil, err
+			}
+			real = ln.Addr().String()
+			return advertisedListener{ln, adv}, nil
+		}),
+	}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	fw.SetTarget(real)
+	return c, real
+}
+
+func endOffset(ctx context.Context, t *testing.T, addr, topic string) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	require.NoError(t, err)
+	o, ok := offs.Lookup(topic, 0)
+	require.True(t, ok)
+	require.NoError(t, o.Err)
+	return o.Offset
+}
+
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestMisrouteTwoClusters moves the address a client learnt for broker 0 of
+// cluster A to the broker of cluster B, where a topic of the same name
+// exists. With the KIP-1242 check on, B refuses the connection with
+// REBOOTSTRAP_REQUIRED, nothing is written to B, and the records reach A once
+// the address is right again. With the check off, nothing notices: reads are
+// served by B, and only produce's topic ids (v13) keep writes out of B.
+func TestMisrouteTwoClusters(t *testing.T) {
+	for _, check := range []bool{true, false} {
+		t.Run(fmt.Sprintf("check=%v", check), func(t *testing.T) {
+			ctx := testCtx(t)
+			fw, err := kafkatest.NewForwarder("")
+			require.NoError(t, err)
+			t.Cleanup(func() { fw.Close() })
+			_, realA := kfakeBehind(t, "cluster-a", fw, kfake.SeedTopics(1, "t"))
+			b := newKfake(t, kfake.NumBrokers(1), kfake.ClusterID("cluster-b"), kfake.SeedTopics(1, "t"))
+			realB := b.ListenAddrs()[0]
+
+			// The seed is A's real address; only the address A advertises
+			// for its broker goes through the forwarder.
+			f, err := New(nil, BootstrapServers(realA), ClusterCheck(check), RetryBackoff(50*time.Millisecond),
+				KgoOpts(kgo.UnknownTopicRetries(1)))
+			require.NoError(t, err)
+			p, err := NewProducer(f, producer.String(), producer.String())
+			require.NoError(t, err)
+			defer p.Close(context.Background())
+			for i := range 5 {
+				_, err := p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: fmt.Sprint("before-", i)})
+				require.NoError(t, err)
+			}
+			require.Equal(t, int64(5), endOffset(ctx, t, realA, "t"))
+
+			fw.SetTarget(realB) // the address now reaches the wrong cluster
+			done := make(chan error, 5)
+			for i := range 5 {
+				require.NoError(t, p.ProduceAsync(ctx, producer.Record[string, string]{Topic: "t", Value: fmt.Sprint("after-", i)},
+					func(_ producer.Result, err error) { done <- err }))
+			}
+			if !check {
+				// Nobody asks B who it is. A read through the factory's admin
+				// client silently answers with cluster B's data...
+				adm, err := f.Admin()
+				require.NoError(t, err)
+				defer adm.Close()
+				offs, err := adm.ListEndOffsets(ctx, "t")
+				require.NoError(t, err)
+				o, _ := offs.Lookup("t", 0)
+				require.NoError(t, o.Err)
+				require.Equal(t, int64(0), o.Offset, "the read is served by cluster B (A has 5 records)")
+				// ...and the writes are refused only because produce v13
+				// names topics by id, which differs in B.
+				for range 5 {
+					require.ErrorIs(t, <-done, kerr.UnknownTopicID)
+				}
+				require.Zero(t, f.Stats().Rebootstraps, "nothing noticed the misroute")
+				return
+			}
+			waitFor(ctx, t, "a rebootstrap", func() bool { return f.Stats().Rebootstraps > 0 })
+			require.Equal(t, int64(0), endOffset(ctx, t, realB, "t"), "nothing reaches cluster B")
+			fw.SetTarget(realA) // routing repaired
+			for range 5 {
+				require.NoError(t, <-done)
+			}
+			require.Equal(t, int64(10), endOffset(ctx, t, realA, "t"), "every record lands in A exactly once")
+			require.Equal(t, int64(0), endOffset(ctx, t, realB, "t"))
+		})
+	}
+}
