@@ -38,9 +38,11 @@ const pom = `<project xmlns="http://maven.apache.org/POM/4.0.0">
 // The dependency plugin is pinned so a fresh machine resolves the same thing.
 const copyGoal = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies"
 
+// provisioned remembers, per cache directory, that Maven has been run in
+// this process, so each Start costs one stat at most.
 var provisioned struct {
 	sync.Mutex
-	classpath string
+	libs map[string]string
 }
 
 // Provision makes Apache Kafka 4.4.0 available and returns a java classpath
@@ -50,30 +52,31 @@ var provisioned struct {
 // kconsist/kafka-4.4.0 in the user cache directory), once per machine.
 // Concurrent callers, also in other processes, are safe.
 func Provision(ctx context.Context) (classpath string, err error) {
-	provisioned.Lock()
-	defer provisioned.Unlock()
-	if provisioned.classpath != "" {
-		return provisioned.classpath, nil
-	}
 	if home := os.Getenv("KAFKA_HOME"); home != "" {
 		libs := filepath.Join(home, "libs")
 		jars, _ := filepath.Glob(filepath.Join(libs, "kafka_2.13-*.jar"))
 		if len(jars) == 0 {
 			return "", fmt.Errorf("kafkatest: KAFKA_HOME=%s has no libs/kafka_2.13-*.jar; unset it or point it at an unpacked Kafka %s distribution", home, KafkaVersion)
 		}
-		provisioned.classpath = filepath.Join(libs, "*")
-		return provisioned.classpath, nil
+		return filepath.Join(libs, "*"), nil
 	}
 	dir, err := cacheDir()
 	if err != nil {
 		return "", err
 	}
-	libs, err := provisionMaven(ctx, dir)
-	if err != nil {
-		return "", err
+	provisioned.Lock()
+	defer provisioned.Unlock()
+	libs, ok := provisioned.libs[dir]
+	if !ok {
+		if libs, err = provisionMaven(ctx, dir); err != nil {
+			return "", err
+		}
+		if provisioned.libs == nil {
+			provisioned.libs = make(map[string]string)
+		}
+		provisioned.libs[dir] = libs
 	}
-	provisioned.classpath = filepath.Join(libs, "*")
-	return provisioned.classpath, nil
+	return filepath.Join(libs, "*"), nil
 }
 
 func cacheDir() (string, error) {

@@ -1,0 +1,45 @@
+// Package localcluster runs a local Kafka cluster that implements the server
+// side of KIP-1243 (consistency tokens), for tests, benchmarks and examples.
+// No released broker implements KIP-1243; this one reproduces what it fixes.
+//
+// A [Cluster] is kfake brokers doing the data plane, with a gateway in front
+// of each on its own loopback port. Clients only ever learn gateway
+// addresses: Metadata, DescribeCluster, FindCoordinator and the leader hints
+// of Produce and Fetch are rewritten. Behind the gateways is a metadata log
+// ([Cluster.MetadataLog]) whose records use the KRaft formats of KIP-746
+// ([TopicRecord], [PartitionRecord], [ConfigRecord], [RemoveTopicRecord],
+// [PartitionChangeRecord]) after a [ClusterIDRecord] at offset 0. Log offsets
+// are the consistency tokens.
+//
+// The rules, one file each:
+//
+//   - api_mutations.go: CreateTopics, DeleteTopics, CreatePartitions,
+//     AlterConfigs and IncrementalAlterConfigs that succeed are committed to
+//     the log; their response header carries the commit offset.
+//   - broker.go: each broker applies the log after its lag ([Lag],
+//     [BrokerLag], [Cluster.SetLag]), whole batches at a time, unless
+//     paused ([Cluster.PauseApply]).
+//   - api_metadata.go, api_data.go, api_configs.go: a broker serves its own
+//     image, as of the offset it applied. A lagging broker omits new topics
+//     from Metadata, answers UNKNOWN_TOPIC_OR_PARTITION to Produce, Fetch
+//     and ListOffsets for them, keeps showing deleted topics and old config
+//     values: the stale reads of real lagging brokers.
+//   - gateway.go: every flexible response header carries tag 0 =
+//     {cluster id, applied offset} (ApiVersions, whose response header is
+//     v0, passes untouched in both directions, so kfake performs the
+//     KIP-1242 check). A request whose header token is above the broker's
+//     applied offset waits for it ([WaitMax]); in [ErrorMode], or when the
+//     wait runs out, it is answered INCONSISTENT_METADATA
+//     ([InconsistentMetadataCode], see inconsistent.go). A request whose
+//     header names another cluster closes the connection.
+//
+// Clients that send no token (plain kgo) work unchanged and see the stale
+// reads. [Cluster.Repoint] sends a gateway's new connections to a broker of
+// another Cluster, to test misrouted connections (KIP-1242).
+//
+// Limits: topics created behind the gateways (kfake's auto-creation, its
+// Control hooks) are unknown to the log and hidden by every broker.
+// DescribeTopicPartitions is answered unpaged. A config key set after a
+// broker's offset shows its default only once kfake has reported that
+// default (it does for every topic created through a gateway).
+package localcluster

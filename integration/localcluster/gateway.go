@@ -1,0 +1,444 @@
+package localcluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxFrame bounds request and response frames; Kafka's default
+// socket.request.max.bytes is 100 MiB.
+const maxFrame = 100 << 20
+
+// pipelineDepth bounds the requests a connection may have in flight through
+// the gateway; the client blocks beyond it, as on a busy broker.
+const pipelineDepth = 64
+
+var (
+	errFrameTooLarge  = errors.New("frame too large")
+	errClusterIDCheck = errors.New("request names another cluster")
+	errCorrelation    = errors.New("response correlation id does not match the request")
+)
+
+// gateway listens on its own loopback port in front of one kfake broker.
+// Connections are served by the broker the gateway points at when they are
+// accepted: its own, or another one after Repoint.
+type gateway struct {
+	c    *Cluster
+	node int32
+	ln   net.Listener
+	addr string
+	host string
+	port int32
+
+	route atomic.Pointer[broker]
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newGateway(c *Cluster, b *broker) (*gateway, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	host, port, err := splitHostPort(ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	g := &gateway{c: c, node: b.node, ln: ln, addr: ln.Addr().String(), host: host, port: port, conns: make(map[*conn]struct{})}
+	g.route.Store(b)
+	return g, nil
+}
+
+func (g *gateway) serve() {
+	defer g.wg.Wait()
+	for {
+		nc, err := g.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		b := g.route.Load()
+		b.c.stats.connections.Add(1)
+		cn := &conn{
+			b:       b,
+			client:  nc,
+			pending: make(chan *exchange, pipelineDepth),
+			done:    make(chan struct{}),
+		}
+		g.mu.Lock()
+		if g.closed {
+			g.mu.Unlock()
+			nc.Close()
+			return
+		}
+		g.conns[cn] = struct{}{}
+		g.wg.Add(1)
+		g.mu.Unlock()
+		go func() {
+			defer g.wg.Done()
+			cn.run()
+			g.mu.Lock()
+			delete(g.conns, cn)
+			g.mu.Unlock()
+		}()
+	}
+}
+
+func (g *gateway) closeConns() {
+	for cn := range g.conns {
+		cn.close()
+	}
+}
+
+func (g *gateway) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.closeConns()
+	g.mu.Unlock()
+	g.ln.Close()
+}
+
+func (g *gateway) repoint(b *broker) {
+	g.mu.Lock()
+	g.route.Store(b)
+	g.closeConns()
+	g.mu.Unlock()
+}
+
+// conn is one client connection and its upstream connection to kfake.
+// readLoop reads requests and forwards them (or answers them itself);
+// writeLoop answers in request order, reading kfake's responses as their
+// turn comes.
+type conn struct {
+	b       *broker
+	client  net.Conn
+	up      net.Conn
+	pending chan *exchange
+	done    chan struct{}
+
+	mu     sync.Mutex // guards up and closed against close from the gateway
+	closed bool
+}
+
+// exchange is one request in flight through a connection.
+type exchange struct {
+	key, version int16
+	corr         int32
+	// flexible is whether the response header is v1, where the token goes.
+	// ApiVersions answers with header v0 at every version.
+	flexible bool
+	raw      bool   // forward the response byte for byte
+	local    []byte // the whole response frame, made by the gateway
+	body     []byte // the request body, after the header
+	req      kmsg.Request
+	// post rewrites the decoded response and returns the header token, or
+	// -1 for the broker's applied offset at the time of answering.
+	post    func(kmsg.Response) int64
+	release func() // called once, when the exchange is over
+}
+
+func (x *exchange) done() {
+	if x.release != nil {
+		x.release()
+		x.release = nil
+	}
+}
+
+// request decodes the request body once, for handlers that look inside.
+func (x *exchange) request() (kmsg.Request, error) {
+	if x.req != nil {
+		return x.req, nil
+	}
+	r := kmsg.RequestForKey(x.key)
+	if r == nil {
+		return nil, fmt.Errorf("unknown api key %d", x.key)
+	}
+	r.SetVersion(x.version)
+	if err := r.ReadFrom(x.body); err != nil {
+		return nil, fmt.Errorf("%s v%d request: %w", kmsg.NameForKey(x.key), x.version, err)
+	}
+	x.req = r
+	return r, nil
+}
+
+func (cn *conn) close() {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.closed {
+		return
+	}
+	cn.closed = true
+	close(cn.done)
+	cn.client.Close()
+	if cn.up != nil {
+		cn.up.Close()
+	}
+}
+
+func (cn *conn) logger() *slogger { return &slogger{cn} }
+
+func (cn *conn) run() {
+	defer cn.close()
+	c := cn.b.c
+	up, err := net.DialTimeout("tcp", c.kfAddrs[cn.b.node], 5*time.Second)
+	if err != nil {
+		c.cfg.logger.Warn("localcluster: cannot reach kfake broker", "node", cn.b.node, "err", err)
+		return
+	}
+	cn.mu.Lock()
+	if cn.closed {
+		cn.mu.Unlock()
+		up.Close()
+		return
+	}
+	cn.up = up
+	cn.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer cn.close()
+		if err := cn.writeLoop(); err != nil {
+			cn.logger().debug("write loop ended", err)
+		}
+	}()
+	if err := cn.readLoop(); err != nil {
+		cn.logger().debug("read loop ended", err)
+	}
+	cn.close()
+	wg.Wait()
+	for {
+		select {
+		case x := <-cn.pending:
+			x.done()
+		default:
+			return
+		}
+	}
+}
+
+func readFrame(r io.Reader) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n > maxFrame {
+		return nil, fmt.Errorf("%w: %d bytes", errFrameTooLarge, n)
+	}
+	frame := make([]byte, 4+n)
+	copy(frame, size[:])
+	if _, err := io.ReadFull(r, frame[4:]); err != nil {
+		return nil, err
+	}
+	return frame, nil
+}
+
+func (cn *conn) readLoop() error {
+	for {
+		frame, err := readFrame(cn.client)
+		if err != nil {
+			return err
+		}
+		if err := cn.handle(frame); err != nil {
+			return err
+		}
+	}
+}
+
+// handle applies the rules of this package to one request frame: the
+// cluster id check, the token wait (or INCONSISTENT_METADATA), then the
+// API's own handler, if it has one.
+func (cn *conn) handle(frame []byte) error {
+	b := cn.b
+	c := b.c
+	h, err := parseRequestHeader(frame)
+	if err != nil {
+		c.stats.malformed.Add(1)
+		c.cfg.logger.Warn("localcluster: closing connection: malformed request", "node", b.node, "remote", cn.client.RemoteAddr().String(), "err", err)
+		return err
+	}
+	c.stats.requests.Add(1)
+	x := &exchange{key: h.key, version: h.version, corr: h.corr, flexible: h.flexible && h.key != apiVersionsKey, body: frame[h.bodyOff:]}
+
+	// ApiVersions passes untouched: kfake answers the KIP-1242 check, and
+	// a client must be able to learn versions before anything else.
+	if h.key == apiVersionsKey {
+		x.raw = true
+		return cn.forward(x, frame)
+	}
+	if h.hasState {
+		if h.state.ClusterID != nil && string(h.state.ClusterID) != c.cfg.clusterID {
+			c.stats.mismatches.Add(1)
+			c.cfg.logger.Warn("localcluster: closing connection: request header names another cluster",
+				"node", b.node, "remote", cn.client.RemoteAddr().String(), "request", kmsg.NameForKey(h.key),
+				"header_cluster_id", string(h.state.ClusterID), "cluster_id", c.cfg.clusterID)
+			return fmt.Errorf("%w: %q", errClusterIDCheck, h.state.ClusterID)
+		}
+		if h.state.Token > b.appliedOffset() {
+			answered, err := cn.awaitToken(x, h.state.Token)
+			if err != nil || answered {
+				return err
+			}
+		}
+	}
+	if fn := handlers[h.key]; fn != nil {
+		fwd, err := fn(cn, x, frame)
+		if err != nil {
+			x.done()
+			c.stats.malformed.Add(1)
+			c.cfg.logger.Warn("localcluster: closing connection", "node", b.node, "request", kmsg.NameForKey(h.key), "err", err)
+			return err
+		}
+		if x.local != nil {
+			return cn.enqueue(x)
+		}
+		if fwd == nil { // nothing to answer (acks=0 produce answered locally)
+			x.done()
+			return nil
+		}
+		return cn.forward(x, fwd)
+	}
+	return cn.forward(x, frame)
+}
+
+// awaitToken holds a request whose token is above the broker's applied
+// offset. It reports answered when the request was answered
+// INCONSISTENT_METADATA instead: at once in error mode, or when the wait ran
+// out.
+func (cn *conn) awaitToken(x *exchange, token int64) (answered bool, err error) {
+	b := cn.b
+	c := b.c
+	resp, canAnswer := cn.inconsistentAnswer(x)
+	if !c.cfg.errorMode || !canAnswer {
+		c.stats.waits.Add(1)
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.waitMax)
+		ok := b.waitApplied(ctx, token, cn.done)
+		cancel()
+		if ok {
+			return false, nil
+		}
+		select {
+		case <-cn.done:
+			return false, net.ErrClosed
+		case <-c.done:
+			return false, ErrClosed
+		default:
+		}
+		if !canAnswer {
+			// This API has no error field to say it; serve what we have.
+			c.cfg.logger.Warn("localcluster: token wait ran out, serving stale", "node", b.node, "request", kmsg.NameForKey(x.key), "token", token)
+			return false, nil
+		}
+		resp, _ = cn.inconsistentAnswer(x) // the applied offset moved
+	}
+	c.stats.inconsistent.Add(1)
+	x.local = cn.localFrame(x, resp, b.appliedOffset())
+	return true, cn.enqueue(x)
+}
+
+func (cn *conn) enqueue(x *exchange) error {
+	select {
+	case cn.pending <- x:
+		return nil
+	case <-cn.done:
+		x.done()
+		return net.ErrClosed
+	}
+}
+
+func (cn *conn) forward(x *exchange, frame []byte) error {
+	if err := cn.enqueue(x); err != nil {
+		return err
+	}
+	_, err := cn.up.Write(frame)
+	return err
+}
+
+// localFrame encodes a response the gateway answers itself.
+func (cn *conn) localFrame(x *exchange, resp kmsg.Response, token int64) []byte {
+	body := resp.AppendTo(nil)
+	return appendResponseFrame(nil, x.corr, x.flexible, nil, cn.b.c.cfg.clusterID, token, body)
+}
+
+func (cn *conn) writeLoop() error {
+	for {
+		var x *exchange
+		select {
+		case x = <-cn.pending:
+		case <-cn.done:
+			return nil
+		}
+		frame, err := cn.respond(x)
+		x.done()
+		if err != nil {
+			return err
+		}
+		if _, err := cn.client.Write(frame); err != nil {
+			return err
+		}
+	}
+}
+
+// respond returns the frame that answers x: the gateway's own, or kfake's
+// with the token in its header and the body rewritten by the API's rule.
+func (cn *conn) respond(x *exchange) ([]byte, error) {
+	if x.local != nil {
+		return x.local, nil
+	}
+	frame, err := readFrame(cn.up)
+	if err != nil {
+		return nil, err
+	}
+	if x.raw {
+		return frame, nil
+	}
+	h, err := parseResponseHeader(frame, x.flexible)
+	if err != nil {
+		return nil, err
+	}
+	if h.corr != x.corr {
+		return nil, fmt.Errorf("%w: %d, want %d", errCorrelation, h.corr, x.corr)
+	}
+	body := frame[h.bodyOff:]
+	token := int64(-1)
+	if x.post != nil {
+		resp := kmsg.ResponseForKey(x.key)
+		resp.SetVersion(x.version)
+		if err := resp.ReadFrom(body); err != nil {
+			return nil, fmt.Errorf("%s v%d response: %w", kmsg.NameForKey(x.key), x.version, err)
+		}
+		token = x.post(resp)
+		body = resp.AppendTo(make([]byte, 0, len(body)))
+	}
+	if !x.flexible && x.post == nil {
+		return frame, nil
+	}
+	if token < 0 {
+		token = cn.b.appliedOffset()
+	}
+	return appendResponseFrame(make([]byte, 0, len(body)+64), x.corr, x.flexible, h.tags, cn.b.c.cfg.clusterID, token, body), nil
+}
+
+// slogger logs connection events at debug level with the connection's
+// identity; most end because a client went away, which is not news.
+type slogger struct{ cn *conn }
+
+func (l *slogger) debug(msg string, err error) {
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		return
+	}
+	l.cn.b.c.cfg.logger.Debug("localcluster: "+msg, "node", l.cn.b.node, "remote", l.cn.client.RemoteAddr().String(), "err", err)
+}

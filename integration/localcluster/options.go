@@ -1,0 +1,158 @@
+package localcluster
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Opt configures a Cluster; see New.
+type Opt func(*config)
+
+type config struct {
+	brokers          int
+	lag              time.Duration
+	brokerLag        map[int32]time.Duration
+	clusterID        string
+	waitMax          time.Duration
+	errorMode        bool
+	inconsistentCode int16
+	logger           *slog.Logger
+	seedTopics       []seedTopic
+	kfakeOpts        []kfake.Opt
+	errs             []error
+}
+
+type seedTopic struct {
+	partitions int32
+	names      []string
+}
+
+// DefaultWaitMax is how long a broker holds a request whose token it has
+// not applied yet, unless WaitMax says otherwise.
+const DefaultWaitMax = 5 * time.Second
+
+// DefaultInconsistentMetadataCode is the provisional INCONSISTENT_METADATA
+// error code of the ARCHITECTURE contract; KIP-1243 has no code upstream.
+const DefaultInconsistentMetadataCode int16 = 1243
+
+// Brokers sets the number of brokers, 1 to 64; the default is 3. Node ids
+// are 0..n-1, as in kfake.
+func Brokers(n int) Opt {
+	return func(c *config) {
+		if n < 1 || n > 64 {
+			c.errs = append(c.errs, fmt.Errorf("Brokers(%d): want 1 to 64 brokers", n))
+			return
+		}
+		c.brokers = n
+	}
+}
+
+// Lag sets how long every broker waits after a record is committed before it
+// applies it; BrokerLag overrides it for one broker. The default is 0: brokers
+// apply a commit as soon as they see it (still asynchronously).
+func Lag(d time.Duration) Opt {
+	return func(c *config) {
+		if d < 0 {
+			c.errs = append(c.errs, fmt.Errorf("Lag(%v): negative lag", d))
+			return
+		}
+		c.lag = d
+	}
+}
+
+// BrokerLag sets the apply lag of one broker, overriding Lag. Change it at
+// run time with Cluster.SetLag.
+func BrokerLag(node int32, d time.Duration) Opt {
+	return func(c *config) {
+		if d < 0 {
+			c.errs = append(c.errs, fmt.Errorf("BrokerLag(%d, %v): negative lag", node, d))
+			return
+		}
+		if c.brokerLag == nil {
+			c.brokerLag = make(map[int32]time.Duration)
+		}
+		c.brokerLag[node] = d
+	}
+}
+
+// ClusterID sets the cluster id written in the ClusterIDRecord at offset 0,
+// given to kfake (so its KIP-1242 ApiVersions check agrees) and put in every
+// response header. The default is a random 22-character id, like Kafka's.
+func ClusterID(id string) Opt {
+	return func(c *config) {
+		if id == "" || len(id) > 255 {
+			c.errs = append(c.errs, fmt.Errorf("ClusterID(%q): want 1 to 255 bytes", id))
+			return
+		}
+		c.clusterID = id
+	}
+}
+
+// WaitMax bounds how long a broker holds a request whose header token it has
+// not applied yet (default DefaultWaitMax). When the wait runs out, the
+// request is answered INCONSISTENT_METADATA, as in ErrorMode.
+func WaitMax(d time.Duration) Opt {
+	return func(c *config) {
+		if d <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("WaitMax(%v): want a positive duration", d))
+			return
+		}
+		c.waitMax = d
+	}
+}
+
+// ErrorMode makes brokers answer a request whose token they have not applied
+// with INCONSISTENT_METADATA at once, instead of waiting. The header of such
+// an answer carries the broker's applied offset, lower than the request's.
+func ErrorMode(on bool) Opt {
+	return func(c *config) { c.errorMode = on }
+}
+
+// InconsistentMetadataCode sets the error code of INCONSISTENT_METADATA
+// (default DefaultInconsistentMetadataCode). It must be positive and not a
+// code Kafka has assigned, which today end below 200.
+func InconsistentMetadataCode(code int16) Opt {
+	return func(c *config) {
+		if code < 200 {
+			c.errs = append(c.errs, fmt.Errorf("InconsistentMetadataCode(%d): want a code of 200 or more, clear of Kafka's", code))
+			return
+		}
+		c.inconsistentCode = code
+	}
+}
+
+// Logger sets where the cluster logs what it refuses or fails to do (closed
+// connections, cluster id mismatches). The default discards.
+func Logger(l *slog.Logger) Opt {
+	return func(c *config) {
+		if l == nil {
+			c.errs = append(c.errs, fmt.Errorf("Logger(nil)"))
+			return
+		}
+		c.logger = l
+	}
+}
+
+// SeedTopics creates topics with the given partition count before the
+// cluster serves; their records follow the cluster id record, and every
+// broker has applied them when New returns.
+func SeedTopics(partitions int32, topics ...string) Opt {
+	return func(c *config) {
+		if partitions < 1 {
+			c.errs = append(c.errs, fmt.Errorf("SeedTopics(%d, ...): want at least one partition", partitions))
+			return
+		}
+		c.seedTopics = append(c.seedTopics, seedTopic{partitions, topics})
+	}
+}
+
+// KfakeOpts passes options to the kfake cluster underneath. The local
+// cluster sets NumBrokers, ClusterID and SeedTopics itself; options that
+// create topics behind the gateways (AllowAutoTopicCreation) make topics the
+// metadata log never hears of, and gateways hide them.
+func KfakeOpts(opts ...kfake.Opt) Opt {
+	return func(c *config) { c.kfakeOpts = append(c.kfakeOpts, opts...) }
+}
