@@ -1,0 +1,130 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+// FuzzWriteRequests feeds arbitrary request streams, split into writes of
+// arbitrary sizes. Nothing may panic; when every write succeeds, the output
+// must decode to the same frames with tag 0 added to flexible ones.
+func FuzzWriteRequests(f *testing.F) {
+	g := golden(f)
+	for _, name := range []string{"req.plain", "req.tags", "req.tag0", "req.v8"} {
+		f.Add(g[name], uint8(0))
+		f.Add(g[name], uint8(1))
+	}
+	var all []byte
+	for _, fr := range testFrames() {
+		all = append(all, fr...)
+		f.Add(fr, uint8(3))
+	}
+	f.Add(all, uint8(0))
+	f.Add(all, uint8(7))
+	f.Fuzz(func(t *testing.T, stream []byte, split uint8) {
+		c, m, _ := newTestConn(t, knownStore(t, "fz", 9), nil)
+		rest := stream
+		for len(rest) > 0 {
+			k := len(rest)
+			if split > 0 {
+				k = min(int(split), k)
+			}
+			n, err := c.Write(rest[:k])
+			if err != nil {
+				if !errors.Is(err, ErrMalformedHeader) {
+					t.Fatalf("write error %v does not wrap ErrMalformedHeader", err)
+				}
+				return
+			}
+			if n != k {
+				t.Fatalf("Write = %d, want %d", n, k)
+			}
+			rest = rest[k:]
+		}
+		out := m.written.Bytes()
+		in := stream
+		for {
+			var ih, oh reqHeader
+			if err := parseRequest(in, &ih); err != nil || 4+int(ih.size) > len(in) {
+				// A trailing partial frame: its header may still be
+				// held back, so out may be shorter, never longer.
+				if err == nil && len(out) > len(in)+1024 {
+					t.Fatalf("partial frame grew from %d to %d bytes", len(in), len(out))
+				}
+				return
+			}
+			if err := parseRequest(out, &oh); err != nil {
+				t.Fatalf("output frame does not parse: %v", err)
+			}
+			inFrame, outFrame := in[:4+ih.size], out[:4+oh.size]
+			in, out = in[4+ih.size:], out[4+oh.size:]
+			if !ih.flexible {
+				if !bytes.Equal(inFrame, outFrame) {
+					t.Fatal("non-flexible frame changed")
+				}
+				continue
+			}
+			if !bytes.Equal(inFrame[4:ih.tagsAt], outFrame[4:oh.tagsAt]) || !bytes.Equal(inFrame[ih.hdrLen:], outFrame[oh.hdrLen:]) {
+				t.Fatal("header fields or body changed")
+			}
+			s, err := ParseState(tagData(outFrame[oh.fieldsAt:oh.tag0End]))
+			if oh.tag0End == 0 || err != nil || string(s.ClusterID) != "fz" || s.Token != 9 {
+				t.Fatalf("tag 0 missing or wrong: %v", err)
+			}
+			inRest := inFrame[ih.fieldsAt:ih.hdrLen]
+			if ih.tag0End > 0 {
+				inRest = inFrame[ih.tag0End:ih.hdrLen]
+			}
+			if !bytes.Equal(inRest, outFrame[oh.tag0End:oh.hdrLen]) {
+				t.Fatal("other tags changed")
+			}
+		}
+		if len(out) != 0 {
+			t.Fatalf("%d bytes written past the last frame", len(out))
+		}
+	})
+}
+
+// FuzzReadResponses feeds arbitrary response streams after a fixed set of
+// requests. Nothing may panic, the store never moves back or to another
+// cluster, and a stream read without error reaches kgo byte for byte (or
+// with a produce body rewritten at the same length).
+func FuzzReadResponses(f *testing.F) {
+	g := golden(f)
+	f.Add(g["resp.state"], uint8(0))
+	f.Add(g["resp.state.tags"], uint8(1))
+	f.Add(g["resp.notag"], uint8(3))
+	f.Add(append(respFrame(7, stateTags("abc", 3), inconsistentBody(&testing.T{}, 3, 12, 1243)), g["resp.notag"]...), uint8(5))
+	f.Add(respFrame(7, stateTags("abc", 3), inconsistentBody(&testing.T{}, 0, 9, 1243)), uint8(2))
+	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
+		store := knownStore(t, "abc", 5)
+		c, m, i := newTestConn(t, store, nil)
+		reqs := []kmsg.Request{metadataReq(12), produceReq(9, -1, nil), metadataReq(8), apiVersionsReq(4), metadataReq(12)}
+		for k, r := range reqs {
+			if _, err := c.Write(reqFrame(r, int32(7+k))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.in, m.chunk = stream, int(chunk)
+		got, err := readAll(c, 4096)
+		if cur := store.Load(); cur.ClusterID() != "abc" || cur.Offset() < 5 {
+			t.Fatalf("store went to %v", cur)
+		}
+		// Bytes reach kgo unchanged, as a prefix of the stream (a frame held
+		// for inspection when the stream ends is not handed over), unless a
+		// produce body was rewritten.
+		if len(got) > len(stream) || (i.Stats().InconsistentMetadata == 0 && !bytes.Equal(got, stream[:len(got)])) {
+			t.Fatalf("kgo got %x from %x", got, stream)
+		}
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, ErrMalformedHeader) &&
+			!errors.Is(err, consistency.ErrInconsistentMetadata) && !errors.Is(err, ErrMisroute) {
+			t.Fatalf("unexpected error kind: %v", err)
+		}
+	})
+}
