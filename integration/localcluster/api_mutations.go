@@ -319,4 +319,3 @@ func (c *Cluster) MovePartition(ctx context.Context, topic string, partition, no
 	}
 	return c.log.end(), nil
 }
-
