@@ -63,6 +63,30 @@ type headerState struct {
 
 func (r *rawClient) send(req kmsg.Request, st *headerState) int32 {
 	r.t.Helper()
+	corr, err := r.trySend(req, st)
+	require.NoError(r.t, err)
+	return corr
+}
+
+// dialRawNoCleanup is dialRaw for goroutines other than the test's.
+func dialRawNoCleanup(addr string) (*rawClient, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &rawClient{conn: conn}, nil
+}
+
+// roundTrip sends req and reads its response, without failing the test.
+func (r *rawClient) roundTrip(req kmsg.Request, st *headerState) (kmsg.Response, *wire.State, error) {
+	corr, err := r.trySend(req, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.recv(req, corr)
+}
+
+func (r *rawClient) trySend(req kmsg.Request, st *headerState) (int32, error) {
 	r.corr++
 	b := []byte{0, 0, 0, 0}
 	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
@@ -90,8 +114,7 @@ func (r *rawClient) send(req kmsg.Request, st *headerState) int32 {
 	b = req.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	_, err := r.conn.Write(b)
-	require.NoError(r.t, err)
-	return r.corr
+	return r.corr, err
 }
 
 // recv reads one response to req. state is nil when the header has no tag 0.
