@@ -681,8 +681,10 @@ func serverProperties(n *node, voters string, cfg config) string {
 
 // log4jConfig sends everything to stdout, which goes to the node's log file.
 // The full config dump at startup is thousands of lines that bury what
-// matters when a test fails.
+// matters when a test fails. Log4j's own shutdown hook is off: it would stop
+// logging before Kafka's hook has logged its shutdown.
 const log4jConfig = `status = warn
+shutdownHook = disable
 appender.out.type = Console
 appender.out.name = out
 appender.out.layout.type = PatternLayout

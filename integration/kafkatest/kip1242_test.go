@@ -178,12 +178,16 @@ func TestKIP1242Misrouted(t *testing.T) {
 	bCount, err := b.CountRecords(ctx, topic)
 	require.NoError(t, err)
 	require.Zero(t, bCount, "no checked record reached B while the address pointed at B")
+	// DirectDial reaches A past the forwarder, which still points at B.
+	aCount, err := a.CountRecords(ctx, topic)
+	require.NoError(t, err)
+	require.Equal(t, int64(before), aCount, "the records of the switch are not in A yet")
 
 	fwd.SetTarget(aAddr)
 	waitGroup(t, &wg, time.Minute, "records produced during the switch are delivered once the address is A's again")
 	require.Zero(t, produceErrs.Load(), "no produce failed")
 
-	aCount, err := a.CountRecords(ctx, topic)
+	aCount, err = a.CountRecords(ctx, topic)
 	require.NoError(t, err)
 	bCount, err = b.CountRecords(ctx, topic)
 	require.NoError(t, err)

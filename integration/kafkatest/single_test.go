@@ -83,4 +83,26 @@ func TestSingleNode(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, missing)
 	})
+
+	// Last, as it takes the node away: a graceful stop, then a restart on the
+	// same data directory keeps the records.
+	t.Run("StopRestart", func(t *testing.T) {
+		const topic = "single-produce-consume"
+		t0 := time.Now()
+		require.NoError(t, c.Stop(1))
+		t.Logf("stopped in %v", time.Since(t0).Round(time.Millisecond))
+		require.False(t, c.Running(1))
+		logs, err := c.Logs(1)
+		require.NoError(t, err)
+		require.Contains(t, logs, "Transition from STARTED to SHUTTING_DOWN", "SIGTERM ran Kafka's shutdown")
+		require.NoError(t, c.Stop(1), "stopping a stopped node is a no-op")
+
+		t0 = time.Now()
+		require.NoError(t, c.Restart(1))
+		require.True(t, c.Running(1))
+		t.Logf("restarted in %v", time.Since(t0).Round(time.Millisecond))
+		count, err := c.CountRecords(ctx, topic)
+		require.NoError(t, err)
+		require.Equal(t, int64(10), count, "records survive the restart")
+	})
 }
