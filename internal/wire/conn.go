@@ -79,6 +79,8 @@ type conn struct {
 
 	rmu     sync.Mutex
 	rh      respHeader
+	cur     inflight // the request the frame being parsed answers
+	haveCur bool
 	hb      []byte // header bytes held while a header spans reads
 	rbody   int    // body bytes of the current frame still to come
 	rraw    bool   // raw SASL frames: stop parsing
@@ -334,12 +336,18 @@ func (c *conn) scan(b []byte) (int, error) {
 			}
 			return len(b), nil
 		}
-		c.qmu.Lock()
-		req, ok := c.q.peek()
-		c.qmu.Unlock()
-		if !ok {
-			return pos, malformed("response with correlation id %d answers no request in flight", c.rh.corr)
+		if !c.haveCur { // one lock per response: take the head now, keep it while the header lasts
+			c.qmu.Lock()
+			c.cur, c.haveCur = c.q.peek()
+			if c.haveCur {
+				c.q.pop()
+			}
+			c.qmu.Unlock()
+			if !c.haveCur {
+				return pos, malformed("response with correlation id %d answers no request in flight", c.rh.corr)
+			}
 		}
+		req := c.cur
 		if req.corr != c.rh.corr {
 			return pos, malformed("response correlation id %d, expected %d", c.rh.corr, req.corr)
 		}
@@ -355,9 +363,7 @@ func (c *conn) scan(b []byte) (int, error) {
 			}
 			return len(b), nil
 		}
-		c.qmu.Lock()
-		c.q.pop()
-		c.qmu.Unlock()
+		c.haveCur = false
 		c.i.read.Add(1)
 		frameStart := pos
 		pos += c.rh.hdrLen - old

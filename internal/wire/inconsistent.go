@@ -41,7 +41,10 @@ import (
 //     the same sequence numbers is exact; after RecordRetries or
 //     RecordDeliveryTimeout kgo fails the records with NOT_ENOUGH_REPLICAS,
 //     ErrRecordRetries or ErrRecordTimeout, and the producer wrapper can
-//     tell the cause from Observer.OnInconsistentMetadata. Should the
+//     tell the cause from Observer.OnInconsistentMetadata. Like every
+//     retriable produce error in kgo, each retry waits for a metadata
+//     refresh, which MetadataMinAge (default 5s) rate-limits; clients that
+//     expect stale-metadata answers should lower it. Should the
 //     re-encoded body differ in length from the broker's (the size prefix
 //     already went to kgo) the connection fails instead.
 const produceRetryCode = 19 // NOT_ENOUGH_REPLICAS

@@ -64,9 +64,9 @@ func produceN(t testing.TB, ctx context.Context, cl *kgo.Client, topic string, f
 
 // consumeAll reads topic from the start until want records arrived and
 // fails on duplicates.
-func consumeAll(t testing.TB, ctx context.Context, seeds []string, i *Interceptor, topic string, want int) {
+func consumeAll(t testing.TB, ctx context.Context, seeds []string, i *Interceptor, topic string, want int, opts ...kgo.Opt) {
 	t.Helper()
-	cl := newClient(t, seeds, i, kgo.ClientID("reader"), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := newClient(t, seeds, i, append([]kgo.Opt{kgo.ClientID("reader"), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	got := map[string]int{}
 	total := 0
 	for total < want {

@@ -96,7 +96,7 @@ func TestFlexibleTable(t *testing.T) {
 	}
 }
 
-// stampedFrames decodes frames written by the interceptor and checks each
+// checkStamped decodes frames written by the interceptor and checks each
 // against the original: same header fields and body, tag 0 = want.
 func checkStamped(t *testing.T, written []byte, originals [][]byte, cluster string, token int64) {
 	t.Helper()
