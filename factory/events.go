@@ -28,6 +28,9 @@ const (
 	// EventStoreReset: the rebootstrap landed on another cluster and the
 	// store was reset to Unknown.
 	EventStoreReset
+	// EventClusterChanged: a rebootstrap landed on a cluster other than the
+	// one the clients knew (From) or were pinned to.
+	EventClusterChanged
 )
 
 func (k EventKind) String() string {
@@ -42,6 +45,8 @@ func (k EventKind) String() string {
 		return "rebootstrap"
 	case EventStoreReset:
 		return "store-reset"
+	case EventClusterChanged:
+		return "cluster-changed"
 	}
 	return "unknown"
 }

@@ -52,7 +52,7 @@ func New(store consistency.Store, opts ...Opt) (*Factory, error) {
 		return nil, err
 	}
 	f := &Factory{store: store, base: cfg}
-	f.watcher = &rebootstrap.Watcher{Store: store, OnEvent: f.rebootstrapEvent}
+	f.watcher = &rebootstrap.Watcher{Store: store, OnEvent: f.rebootstrapEvent, Pin: cfg.pin}
 	return f, nil
 }
 
@@ -83,11 +83,21 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 	if keys == nil || values == nil {
 		return nil, fmt.Errorf("%w: NewProducer needs a key and a value serializer", ErrConfig)
 	}
-	cl, _, err := f.client(opts, nil)
+	cl, cfg, err := f.client(opts, nil)
 	if err != nil {
 		return nil, err
 	}
-	return producer.New(cl, keys, values), nil
+	return producer.New(cl, keys, values).WithFollow(producer.Follow{
+		Watch:  f.watcher,
+		Pinned: cfg.pin != "",
+		Changed: func() error {
+			return &rebootstrap.ClusterChangedError{From: cfg.pin, To: f.watcher.Cluster()}
+		},
+		NewClient: func() (*kgo.Client, error) {
+			cl, _, err := f.client(opts, nil)
+			return cl, err
+		},
+	}), nil
 }
 
 // NewConsumer returns a consumer of K keys and V values. With GroupID and
@@ -168,7 +178,12 @@ func (f *Factory) rebootstrapEvent(ev rebootstrap.Event) {
 	if ev.StoreReset {
 		f.stats.storeResets.Add(1)
 	}
-	f.base.emit(Event{Kind: EventRebootstrap, From: ev.From, To: ev.To})
+	if ev.Rebootstrapped {
+		f.base.emit(Event{Kind: EventRebootstrap, From: ev.From, To: ev.To})
+	}
+	if ev.Changed {
+		f.base.emit(Event{Kind: EventClusterChanged, From: ev.From, To: ev.To})
+	}
 	if ev.StoreReset {
 		f.base.emit(Event{Kind: EventStoreReset, From: ev.From, To: ev.To})
 	}

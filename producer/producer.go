@@ -6,14 +6,23 @@
 // returned by Produce or ProduceAsync and nothing reaches the broker.
 // Producers are idempotent by default (acks=all), so the retries the
 // consistency protocol may cause never duplicate or reorder records.
+//
+// When the cluster behind the bootstrap servers changes (a disaster-recovery
+// switch, a DNS name moved), a factory producer follows it as the Java
+// client does: records that failed because of the change are delivered to
+// the new cluster by a fresh client. A producer pinned to a cluster
+// (factory.PinCluster) fails them instead, with an error that satisfies
+// errors.Is(err, rebootstrap.ErrClusterChanged).
 package producer
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -47,12 +56,40 @@ type Result struct {
 	Timestamp time.Time
 }
 
+// ClusterWatch tells a producer when the cluster behind its bootstrap
+// servers changed. The factory provides it.
+type ClusterWatch interface {
+	// Generation counts the cluster changes seen so far.
+	Generation() uint64
+	// Settle waits for cluster checks in flight and returns the
+	// generation then.
+	Settle(ctx context.Context) uint64
+	// Check starts a check of which cluster cl reaches (Settle waits for
+	// it); rebootstrapped is false when no rebootstrap prompted it.
+	Check(cl *kgo.Client, rebootstrapped bool)
+}
+
+// Follow configures how a producer reacts to cluster changes; the factory
+// sets it.
+type Follow struct {
+	Watch ClusterWatch
+	// Pinned producers fail records with Changed() instead of following.
+	Pinned  bool
+	Changed func() error
+	// NewClient makes the client that takes over after a change.
+	NewClient func() (*kgo.Client, error)
+}
+
 // Producer produces records with K keys and V values. It is safe for
 // concurrent use.
 type Producer[K, V any] struct {
-	cl     *kgo.Client
 	keys   Serializer[K]
 	values Serializer[V]
+	follow Follow
+
+	mu  sync.Mutex
+	cl  *kgo.Client
+	gen uint64 // cluster generation cl was made for
 }
 
 // New wraps cl, a client made by a factory. Most users call
@@ -61,8 +98,22 @@ func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Pr
 	return &Producer[K, V]{cl: cl, keys: keys, values: values}
 }
 
-// Kgo returns the underlying franz-go client.
-func (p *Producer[K, V]) Kgo() *kgo.Client { return p.cl }
+// WithFollow makes p react to cluster changes as f says. The factory calls
+// it before p is used.
+func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
+	p.follow = f
+	if f.Watch != nil {
+		p.gen = f.Watch.Generation()
+	}
+	return p
+}
+
+// Kgo returns the current underlying franz-go client.
+func (p *Producer[K, V]) Kgo() *kgo.Client {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cl
+}
 
 func (p *Producer[K, V]) record(r Record[K, V]) (*kgo.Record, error) {
 	if r.Topic == "" {
@@ -96,12 +147,14 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	res := p.cl.ProduceSync(ctx, kr)
-	got, err := res.First()
-	if err != nil {
-		return Result{}, err
+	type outcome struct {
+		r   Result
+		err error
 	}
-	return result(got), nil
+	ch := make(chan outcome, 1)
+	p.send(ctx, kr, func(r Result, err error) { ch <- outcome{r, err} })
+	o := <-ch
+	return o.r, o.err
 }
 
 // ProduceAsync serializes r and queues it; done is called once with the
@@ -112,26 +165,102 @@ func (p *Producer[K, V]) ProduceAsync(ctx context.Context, r Record[K, V], done 
 	if err != nil {
 		return err
 	}
-	p.cl.Produce(ctx, kr, func(got *kgo.Record, err error) {
-		if done == nil {
+	if done == nil {
+		done = func(Result, error) {}
+	}
+	p.send(ctx, kr, done)
+	return nil
+}
+
+// send produces kr on the current client and calls done once with the final
+// outcome.
+func (p *Producer[K, V]) send(ctx context.Context, kr *kgo.Record, done func(Result, error)) {
+	p.mu.Lock()
+	cl, gen := p.cl, p.gen
+	p.mu.Unlock()
+	cl.Produce(ctx, kr, func(got *kgo.Record, err error) {
+		if err == nil {
+			done(result(got), nil)
 			return
 		}
-		if err != nil {
+		if p.follow.Watch == nil || ctx.Err() != nil {
 			done(Result{}, err)
 			return
 		}
-		done(result(got), nil)
+		// The promise runs on a franz-go goroutine, which must not block:
+		// wait for the cluster verdict elsewhere.
+		go p.afterFailure(ctx, kr, cl, gen, err, done)
 	})
+}
+
+// afterFailure decides what a failed record becomes once any cluster check
+// in flight is over: the error it had, a ClusterChangedError (pinned), or a
+// new attempt on a client made for the new cluster.
+func (p *Producer[K, V]) afterFailure(ctx context.Context, kr *kgo.Record, cl *kgo.Client, gen uint64, err error, done func(Result, error)) {
+	if errors.Is(err, kerr.UnknownTopicID) {
+		// A topic id that stopped matching is how a cluster moved behind
+		// the bootstrap address shows when no rebootstrap happened.
+		p.follow.Watch.Check(cl, false)
+	}
+	now := p.follow.Watch.Settle(ctx)
+	p.mu.Lock()
+	swapped := p.cl != cl // another failure already moved on
+	p.mu.Unlock()
+	switch {
+	case now == gen && !swapped:
+		done(Result{}, err)
+	case p.follow.Pinned:
+		done(Result{}, &ClusterChangedError{Err: p.follow.Changed()})
+	default:
+		if nerr := p.followChange(now, cl); nerr != nil {
+			done(Result{}, errors.Join(err, nerr))
+			return
+		}
+		fresh := &kgo.Record{Topic: kr.Topic, Key: kr.Key, Value: kr.Value, Headers: kr.Headers, Timestamp: kr.Timestamp, Partition: kr.Partition}
+		p.send(ctx, fresh, done)
+	}
+}
+
+// followChange makes a client for generation gen current, replacing old (the
+// client a record failed on) if it still is. franz-go keeps the
+// old cluster's topic ids and producer id, so a fresh client is the clean
+// way to follow the change; the old one is closed, which fails its other
+// buffered records so that they come here too.
+func (p *Producer[K, V]) followChange(gen uint64, old *kgo.Client) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cl != old || p.gen >= gen {
+		return nil
+	}
+	next, err := p.follow.NewClient()
+	if err != nil {
+		return fmt.Errorf("producer: follow the cluster change: %w", err)
+	}
+	p.cl, p.gen = next, gen
+	go old.Close()
 	return nil
 }
 
 // Flush waits until every record produced so far is acknowledged or failed.
-func (p *Producer[K, V]) Flush(ctx context.Context) error { return p.cl.Flush(ctx) }
+func (p *Producer[K, V]) Flush(ctx context.Context) error { return p.Kgo().Flush(ctx) }
 
 // Close flushes (bounded by ctx) and closes the producer. Records still
 // buffered when ctx ends fail with an error.
 func (p *Producer[K, V]) Close(ctx context.Context) error {
-	err := p.cl.Flush(ctx)
-	p.cl.Close()
+	cl := p.Kgo()
+	err := cl.Flush(ctx)
+	cl.Close()
 	return err
 }
+
+// ClusterChangedError is returned for a record that failed because the
+// cluster changed while the producer was pinned to its cluster. It wraps
+// the rebootstrap package's error, which names both cluster ids.
+type ClusterChangedError struct{ Err error }
+
+func (e *ClusterChangedError) Error() string {
+	return "producer: record not delivered: " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *ClusterChangedError) Unwrap() error { return e.Err }

@@ -135,6 +135,9 @@ type Event struct {
 	Rebootstrapped bool
 	// From and To are the cluster ids before and after, when known.
 	From, To string
+	// Changed is set when the cluster id after the rebootstrap differs from
+	// the one before.
+	Changed bool
 	// StoreReset is set when the consistency store was reset because the
 	// cluster changed.
 	StoreReset bool
@@ -147,9 +150,42 @@ type Watcher struct {
 	OnEvent func(Event)
 	// Timeout bounds the metadata requests the watcher makes.
 	Timeout time.Duration
+	// Pin, when set, is the only cluster the clients may talk to; it is the
+	// "before" of every comparison.
+	Pin string
 
 	mu      sync.Mutex
 	cluster string
+	gen     uint64        // cluster changes seen
+	pending int           // checks in flight
+	settled chan struct{} // closed when pending drops to zero
+}
+
+// Generation returns how many cluster changes the watcher has seen.
+func (w *Watcher) Generation() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.gen
+}
+
+// Settle waits until no cluster check is in flight (or ctx ends) and returns
+// the generation then.
+func (w *Watcher) Settle(ctx context.Context) uint64 {
+	for {
+		w.mu.Lock()
+		if w.pending == 0 {
+			gen := w.gen
+			w.mu.Unlock()
+			return gen
+		}
+		ch := w.settled
+		w.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return w.Generation()
+		}
+	}
 }
 
 // Cluster returns the cluster id last learnt, or "".
@@ -165,7 +201,7 @@ func (w *Watcher) Watch(cl *kgo.Client) {
 	go func() {
 		if id := w.ask(cl); id != "" {
 			w.mu.Lock()
-			if w.cluster == "" {
+			if w.cluster == "" && w.Pin == "" {
 				w.cluster = id
 			}
 			w.mu.Unlock()
@@ -176,11 +212,24 @@ func (w *Watcher) Watch(cl *kgo.Client) {
 // Rebootstrapped is the hook to call from kgo's OnRebootstrapRequired. It
 // returns at once and checks the cluster id in the background, because kgo
 // calls the hook with its own locks held.
-func (w *Watcher) Rebootstrapped(cl *kgo.Client) {
+func (w *Watcher) Rebootstrapped(cl *kgo.Client) { w.Check(cl, true) }
+
+// Check asks, in the background, which cluster cl reaches now, and reports
+// a change. Clients call it when an error hints at one (a topic id that no
+// longer matches) even without a rebootstrap: franz-go reconnects to a seed
+// without the KIP-1242 check, so a cluster moved behind the bootstrap
+// address is learnt from metadata alone.
+func (w *Watcher) Check(cl *kgo.Client, rebootstrapped bool) {
 	if cl == nil {
 		return
 	}
-	go w.check(cl)
+	w.mu.Lock()
+	if w.pending == 0 {
+		w.settled = make(chan struct{})
+	}
+	w.pending++
+	w.mu.Unlock()
+	go w.check(cl, rebootstrapped)
 }
 
 // ask returns the cluster id cl reaches, or "" if none answered in time.
@@ -206,25 +255,40 @@ func (w *Watcher) ask(cl *kgo.Client) string {
 	return ""
 }
 
-func (w *Watcher) check(cl *kgo.Client) {
+func (w *Watcher) check(cl *kgo.Client, rebootstrapped bool) {
 	now := w.ask(cl)
 	w.mu.Lock()
 	before := w.cluster
+	if w.Pin != "" {
+		before = w.Pin
+	}
 	if before == "" && w.Store != nil {
 		before = w.Store.Load().ClusterID()
 	}
+	ev := Event{Rebootstrapped: rebootstrapped, From: before, To: now}
 	if now != "" {
 		w.cluster = now
+		if before != "" && now != before {
+			w.gen++
+			ev.Changed = true
+			// A pinned factory never follows the change, so its tokens
+			// stay valid; otherwise they mean nothing on the new cluster.
+			if w.Pin == "" && w.Store != nil && w.Store.Load().ClusterID() != now {
+				w.Store.Reset()
+				ev.StoreReset = true
+			}
+		}
 	}
 	w.mu.Unlock()
-	ev := Event{Rebootstrapped: true, From: before, To: now}
-	if now != "" && before != "" && now != before {
-		if w.Store != nil && w.Store.Load().ClusterID() != now {
-			w.Store.Reset()
-		}
-		ev.StoreReset = true
-	}
+	// Report before settling, so that whoever waits in Settle sees the
+	// event's effects (a reset store, purged topics) already in place.
 	if w.OnEvent != nil {
 		w.OnEvent(ev)
 	}
+	w.mu.Lock()
+	w.pending--
+	if w.pending == 0 {
+		close(w.settled)
+	}
+	w.mu.Unlock()
 }

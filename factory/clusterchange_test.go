@@ -1,0 +1,123 @@
+package factory
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/producer"
+	"github.com/kconsist/kconsist/rebootstrap"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (l *eventLog) OnEvent(ev Event) {
+	l.mu.Lock()
+	l.events = append(l.events, ev)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) has(kind EventKind) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ev := range l.events {
+		if ev.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// replaceCluster starts cluster A on a port, lets fn use it, then replaces it
+// with cluster B on the same port, as when a bootstrap address is moved to
+// another cluster.
+func startOnPort(t *testing.T, id string, port int) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(id), kfake.Ports(port), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestClusterChangeFollowed replaces the cluster behind the bootstrap
+// address. Without a pin the factory follows it as the Java client does: the
+// store, which held cluster A's token, is reset; the change is reported; and
+// records produced across the change are delivered to cluster B.
+func TestClusterChangeFollowed(t *testing.T) {
+	ctx := testCtx(t)
+	port := freePort(t)
+	a := startOnPort(t, "cluster-a", port)
+	addr := a.ListenAddrs()[0]
+
+	store := consistency.NewMemoryStore()
+	_, err := store.Advance(consistency.MustOf("cluster-a", 5))
+	require.NoError(t, err)
+	events := &eventLog{}
+	f, err := New(store, BootstrapServers(addr), RetryBackoff(20*time.Millisecond), WithObserver(events))
+	require.NoError(t, err)
+	p, err := NewProducer(f, producer.String(), producer.String())
+	require.NoError(t, err)
+	defer p.Close(context.Background())
+	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
+	require.NoError(t, err)
+	waitFor(ctx, t, "the cluster id", func() bool { return f.watcher.Cluster() == "cluster-a" })
+
+	a.Close()
+	b := startOnPort(t, "cluster-b", port)
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			_, err := p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: fmt.Sprint("b", i)})
+			require.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(5), endOffset(ctx, t, b.ListenAddrs()[0], "t"), "every record lands in B once")
+	require.True(t, store.Load().IsUnknown(), "cluster A's token was dropped: %v", store.Load())
+	require.True(t, events.has(EventClusterChanged))
+	require.True(t, events.has(EventStoreReset))
+	require.Equal(t, uint64(1), f.Stats().StoreResets)
+}
+
+// TestClusterChangePinned: with PinCluster, a change fails the records in
+// flight with an error naming both clusters, and nothing is written to B.
+func TestClusterChangePinned(t *testing.T) {
+	ctx := testCtx(t)
+	port := freePort(t)
+	a := startOnPort(t, "cluster-a", port)
+	addr := a.ListenAddrs()[0]
+
+	f, err := New(nil, BootstrapServers(addr), PinCluster("cluster-a"), RetryBackoff(20*time.Millisecond))
+	require.NoError(t, err)
+	p, err := NewProducer(f, producer.String(), producer.String())
+	require.NoError(t, err)
+	defer p.Close(context.Background())
+	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
+	require.NoError(t, err)
+
+	a.Close()
+	b := startOnPort(t, "cluster-b", port)
+	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "b"})
+	require.ErrorIs(t, err, rebootstrap.ErrClusterChanged)
+	require.ErrorContains(t, err, `"cluster-a"`)
+	require.ErrorContains(t, err, `"cluster-b"`)
+	require.Equal(t, int64(0), endOffset(ctx, t, b.ListenAddrs()[0], "t"))
+}
