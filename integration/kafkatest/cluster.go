@@ -360,7 +360,7 @@ func (c *Cluster) waitNode(ctx context.Context, n *node, ids []int32) error {
 	defer tick.Stop()
 	var last error
 	for {
-		last = probe(ctx, seed, ids)
+		last = probe(ctx, seed, c.id, ids)
 		if last == nil {
 			return nil
 		}
@@ -374,7 +374,9 @@ func (c *Cluster) waitNode(ctx context.Context, n *node, ids []int32) error {
 	}
 }
 
-func probe(ctx context.Context, b *kgo.Broker, ids []int32) error {
+// probe also checks the cluster id: should another process have taken the
+// port, its broker must not pass for ours.
+func probe(ctx context.Context, b *kgo.Broker, clusterID string, ids []int32) error {
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrMetadataRequest()
@@ -384,6 +386,13 @@ func probe(ctx context.Context, b *kgo.Broker, ids []int32) error {
 		return err
 	}
 	resp := kresp.(*kmsg.MetadataResponse)
+	if resp.ClusterID == nil || *resp.ClusterID != clusterID {
+		got := "none"
+		if resp.ClusterID != nil {
+			got = *resp.ClusterID
+		}
+		return fmt.Errorf("the broker on this port reports cluster id %s, want %s", got, clusterID)
+	}
 	var have []int32
 	for _, br := range resp.Brokers {
 		have = append(have, br.NodeID)
@@ -421,7 +430,7 @@ func (c *Cluster) NodeIDs() []int32 {
 	return ids
 }
 
-// ListenerAddr returns the address node's client listener is bound to, where
+// ListenerAddr returns the address node id's client listener is bound to, where
 // a Forwarder standing in for its advertised address should forward to.
 func (c *Cluster) ListenerAddr(id int32) (string, error) {
 	n, err := c.node(id)
@@ -431,7 +440,7 @@ func (c *Cluster) ListenerAddr(id int32) (string, error) {
 	return n.external, nil
 }
 
-// AdvertisedAddr returns the client address node puts in Metadata.
+// AdvertisedAddr returns the client address node id puts in Metadata.
 func (c *Cluster) AdvertisedAddr(id int32) (string, error) {
 	n, err := c.node(id)
 	if err != nil {
@@ -464,7 +473,7 @@ func (c *Cluster) CountRecords(ctx context.Context, topic string) (int64, error)
 	return CountRecords(ctx, topic, kgo.SeedBrokers(c.BootstrapAddrs()...), c.DirectDial())
 }
 
-// LogPath returns the file node's stdout and stderr go to.
+// LogPath returns the file node id's stdout and stderr go to.
 func (c *Cluster) LogPath(id int32) (string, error) {
 	n, err := c.node(id)
 	if err != nil {
@@ -473,7 +482,7 @@ func (c *Cluster) LogPath(id int32) (string, error) {
 	return n.logPath, nil
 }
 
-// Logs returns what node has logged so far, across restarts.
+// Logs returns what node id has logged so far, across restarts.
 func (c *Cluster) Logs(id int32) (string, error) {
 	n, err := c.node(id)
 	if err != nil {
@@ -482,7 +491,7 @@ func (c *Cluster) Logs(id int32) (string, error) {
 	return readFile(n.logPath), nil
 }
 
-// Stop shuts node down gracefully (SIGTERM) and waits for it to exit; if it
+// Stop shuts node id down gracefully (SIGTERM) and waits for it to exit; if it
 // has not after a minute it is killed and Stop reports that.
 func (c *Cluster) Stop(id int32) error {
 	n, err := c.node(id)
@@ -492,7 +501,7 @@ func (c *Cluster) Stop(id int32) error {
 	return n.stop(syscall.SIGTERM, time.Minute)
 }
 
-// Kill ends node at once (SIGKILL), like a crash, and waits for it to exit.
+// Kill ends node id at once (SIGKILL), like a crash, and waits for it to exit.
 func (c *Cluster) Kill(id int32) error {
 	n, err := c.node(id)
 	if err != nil {
@@ -501,7 +510,7 @@ func (c *Cluster) Kill(id int32) error {
 	return n.stop(syscall.SIGKILL, 30*time.Second)
 }
 
-// Restart starts node again with the same ports, data directory and log
+// Restart starts node id again with the same ports, data directory and log
 // file, stopping it gracefully first if it is running, and waits until it
 // and every other running node list each other in Metadata.
 func (c *Cluster) Restart(id int32) error {
@@ -524,7 +533,7 @@ func (c *Cluster) Restart(id int32) error {
 	return c.waitReady(running)
 }
 
-// Running reports whether node's process is alive.
+// Running reports whether node id's process is alive.
 func (c *Cluster) Running(id int32) bool {
 	n, err := c.node(id)
 	return err == nil && n.running()

@@ -30,6 +30,7 @@ func TestSingleNode(t *testing.T) {
 
 	t.Run("ClusterID", func(t *testing.T) {
 		require.Equal(t, id, c.ClusterID())
+		require.ErrorContains(t, c.Kill(7), "no node 7", "an unknown node is an error naming it")
 		m, err := adm.Metadata(ctx)
 		require.NoError(t, err)
 		require.Equal(t, id, m.Cluster, "broker reports the id storage was formatted with")
