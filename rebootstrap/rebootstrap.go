@@ -242,10 +242,19 @@ func (w *Watcher) ask(cl *kgo.Client) string {
 	defer cancel()
 	// Ask until a broker answers: right after a rebootstrap the old
 	// connections are being torn down and the first tries may fail.
+	//
+	// Only the seeds are asked: the bootstrap servers decide which cluster
+	// is the right one, while a discovered broker's address may be the
+	// very misroute being investigated.
 	for ctx.Err() == nil {
-		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-		if err == nil && resp.ClusterID != nil {
-			return *resp.ClusterID
+		for _, b := range cl.SeedBrokers() {
+			resp, err := b.Request(ctx, kmsg.NewPtrMetadataRequest())
+			if err != nil {
+				continue
+			}
+			if m := resp.(*kmsg.MetadataResponse); m.ClusterID != nil {
+				return *m.ClusterID
+			}
 		}
 		select {
 		case <-ctx.Done():
