@@ -224,3 +224,14 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// captureConn is a net.Conn that keeps what is written to it.
+type captureConn struct {
+	net.Conn
+	out *[]byte
+}
+
+func (c *captureConn) Write(p []byte) (int, error) {
+	*c.out = append(*c.out, p...)
+	return len(p), nil
+}
