@@ -439,7 +439,13 @@ func (c *conn) misroute(want, got string) error {
 // shouldHold reports whether the frame whose header was just parsed may
 // carry INCONSISTENT_METADATA: a KIP-1243 broker only answers it when it is
 // behind the token the request carried, which its header then shows.
+//
+// ApiVersions answers, one per connection, are always held: see
+// rewriteAPIVersionsError.
 func (c *conn) shouldHold(req *inflight, h *respHeader) bool {
+	if req.key == apiVersionsKey {
+		return c.rbody >= 2 && c.rbody <= maxHeldFrame
+	}
 	return req.sent >= 0 && h.hasState && h.state.Token >= 0 && h.state.Token < req.sent &&
 		c.rbody > 0 && c.rbody <= maxHeldFrame && kmsg.ResponseForKey(req.key) != nil
 }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"reflect"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -52,6 +53,10 @@ const produceRetryCode = 19 // NOT_ENOUGH_REPLICAS
 // inspect decodes a held response body and returns the bytes to hand to
 // kgo, or the error to fail the connection with.
 func (c *conn) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error) {
+	if req.key == apiVersionsKey {
+		rewriteAPIVersionsError(body)
+		return body, nil
+	}
 	resp := kmsg.ResponseForKey(req.key)
 	resp.SetVersion(req.version)
 	if err := resp.ReadFrom(body); err != nil {
@@ -116,4 +121,22 @@ func rewriteCodes(v reflect.Value, code, to int16) bool {
 		return found
 	}
 	return false
+}
+
+const (
+	inconsistentClusterID = 104 // INCONSISTENT_CLUSTER_ID
+	rebootstrapRequired   = 129 // REBOOTSTRAP_REQUIRED
+)
+
+// rewriteAPIVersionsError turns an ApiVersions INCONSISTENT_CLUSTER_ID into
+// REBOOTSTRAP_REQUIRED, in place. Earlier drafts of KIP-1242 answered a
+// request naming the wrong cluster with INCONSISTENT_CLUSTER_ID; franz-go
+// rebootstraps only on REBOOTSTRAP_REQUIRED and would fail the connection
+// for good on the other, though both mean the same: this address belongs
+// to another cluster. The error code is the first field of every version
+// of the response body.
+func rewriteAPIVersionsError(body []byte) {
+	if len(body) >= 2 && binary.BigEndian.Uint16(body) == inconsistentClusterID {
+		binary.BigEndian.PutUint16(body, rebootstrapRequired)
+	}
 }
