@@ -140,7 +140,11 @@ type Cluster struct {
 	classpath string
 	dir       string
 	timeout   time.Duration
-	nodes     []*node // ordered by id
+	nodes     []*node  // ordered by id
+	jvmExtra  []string // for every JVM (e.g. the CDS archive to use)
+	// trainArchive, if set, is where a broker's JVM dumps the classes it
+	// loaded when it exits (see classArchive).
+	trainArchive string
 }
 
 type node struct {
@@ -194,6 +198,9 @@ func Start(t testing.TB, opts ...Opt) *Cluster {
 	}
 
 	c := &Cluster{t: t, id: cfg.clusterID, java: java, classpath: cp, timeout: cfg.startTimeout}
+	if a := classArchive(java, cp); a != "" {
+		c.jvmExtra = []string{"-XX:SharedArchiveFile=" + a}
+	}
 	// The temp dir is made before the cleanup is registered, so that the
 	// processes are gone (and logs read) before it is removed.
 	root := t.TempDir()
@@ -275,12 +282,12 @@ func (c *Cluster) boot(cfg config) error {
 func (c *Cluster) jvmArgs() []string {
 	// Small heaps and a startup-friendly JIT keep a 2-core machine usable
 	// with several nodes running; these brokers never see real load.
-	return []string{
+	return append([]string{
 		"-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-XX:-UsePerfData", "-Djava.awt.headless=true",
 		"-Dlog4j2.configurationFile=" + filepath.Join(c.dir, "log4j2.properties"),
 		"-cp", c.classpath,
-	}
+	}, c.jvmExtra...)
 }
 
 func (c *Cluster) format(n *node) error {
@@ -307,7 +314,11 @@ func (c *Cluster) launch(n *node) error {
 		return fmt.Errorf("node %d: open log: %w", n.id, err)
 	}
 	fmt.Fprintf(logf, "==== kafkatest: starting node %d at %s ====\n", n.id, time.Now().Format(time.RFC3339Nano))
-	args := append(c.jvmArgs(), "kafka.Kafka", n.props)
+	args := c.jvmArgs()
+	if c.trainArchive != "" {
+		args = append(args, "-XX:ArchiveClassesAtExit="+c.trainArchive)
+	}
+	args = append(args, "kafka.Kafka", n.props)
 	cmd := exec.Command(c.java, args...)
 	cmd.Dir = n.dir
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -176,4 +177,24 @@ func TestStartRejectsBadOptions(t *testing.T) {
 		runStart(tb, tc.opts...)
 		require.Contains(t, tb.msg, tc.want)
 	}
+}
+
+// TestClassArchive proves the CDS archive brokers start with is usable: a
+// JVM that insists on sharing (-Xshare:on) fails on an archive that does
+// not match its classpath or JDK.
+func TestClassArchive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kafkatest: real Apache Kafka tests are skipped with -short")
+	}
+	java, err := exec.LookPath("java")
+	require.NoError(t, err, "install a Java 17+ runtime")
+	cp, err := Provision(context.Background())
+	require.NoError(t, err)
+	archive := classArchive(java, cp)
+	require.NotEmpty(t, archive)
+	require.FileExists(t, archive)
+	out, err := exec.Command(java, "-Xshare:on", "-XX:SharedArchiveFile="+archive, "-XX:+UseSerialGC",
+		"-cp", cp, "kafka.tools.StorageTool", "version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "metadata.version=")
 }
