@@ -46,6 +46,7 @@ type Forwarder struct {
 
 	mu      sync.Mutex
 	target  string
+	gen     uint64 // bumped by SetTarget
 	observe func(Frame)
 	conns   map[uint64]*fwdConn
 	nextID  uint64
@@ -89,6 +90,7 @@ func (f *Forwarder) Target() string {
 func (f *Forwarder) SetTarget(target string) {
 	f.mu.Lock()
 	f.target = target
+	f.gen++
 	conns := f.conns
 	f.conns = make(map[uint64]*fwdConn)
 	f.mu.Unlock()
@@ -156,7 +158,7 @@ func (f *Forwarder) accept() {
 func (f *Forwarder) serve(client net.Conn) {
 	defer f.wg.Done()
 	f.mu.Lock()
-	target := f.target
+	target, gen := f.target, f.gen
 	f.mu.Unlock()
 	if target == "" {
 		client.Close()
@@ -174,7 +176,7 @@ func (f *Forwarder) serve(client net.Conn) {
 	f.mu.Lock()
 	// A switch while dialing must not leave this connection on the old
 	// target.
-	if f.closed || f.target != target {
+	if f.closed || f.gen != gen {
 		f.mu.Unlock()
 		c.close()
 		return
