@@ -68,8 +68,14 @@ func (f *Factory) Token() consistency.Context { return f.store.Load() }
 func (f *Factory) Stats() Stats { return f.stats.snapshot() }
 
 // Admin returns an admin client; opts apply on top of the factory's.
+//
+// kadm answers many reads from franz-go's metadata cache, which is kept for
+// MetadataMinAge (5s by default) and cannot know about tokens: a topic
+// deleted a moment ago would still be listed from it. Factory admin clients
+// therefore keep it for franz-go's minimum, 10ms, so reads reach a broker,
+// which the token keeps from answering stale.
 func (f *Factory) Admin(opts ...Opt) (*admin.Client, error) {
-	cl, _, err := f.client(opts, nil)
+	cl, _, err := f.client(opts, []kgo.Opt{kgo.MetadataMinAge(10 * time.Millisecond)})
 	if err != nil {
 		return nil, err
 	}
