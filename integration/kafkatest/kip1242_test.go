@@ -125,7 +125,6 @@ func TestKIP1242Misrouted(t *testing.T) {
 			onRebootstrap.Add(1)
 			return a.BootstrapAddrs(), nil
 		}),
-		kgo.RecordRetries(1000), // retried until the address is A's again
 	)
 	require.NoError(t, err)
 	defer checked.Close()
