@@ -111,6 +111,7 @@ func (w *wireObserver) OnTokenAdvanced(_, to consistency.Context) {
 }
 
 func (w *wireObserver) OnInconsistentMetadata(addr string, key int16, sent, at int64) {
+	w.f.inconsistent.Add(1)
 	w.cfg().emit(Event{Kind: EventInconsistentMetadata, Addr: addr, APIKey: key, Sent: sent, BrokerAt: at})
 }
 

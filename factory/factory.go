@@ -35,6 +35,8 @@ type Factory struct {
 	base    config
 	watcher *rebootstrap.Watcher
 	stats   wireStats
+	// inconsistent counts INCONSISTENT_METADATA answers over all clients.
+	inconsistent atomic.Uint64
 }
 
 // New returns a factory whose clients share store; a nil store means a new
@@ -103,6 +105,7 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 			cl, _, err := f.client(opts, nil)
 			return cl, err
 		},
+		Inconsistent: f.inconsistent.Load,
 	}), nil
 }
 
@@ -208,7 +211,13 @@ func (c *config) validate() ([]kgo.Opt, error) {
 		}
 		idem = *c.idempotence && c.acks == "all"
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(c.seeds...)}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.seeds...),
+		// A broker behind the token makes franz-go retry after a metadata
+		// refresh, which MetadataMinAge (5s) rate-limits; the Java client
+		// refreshes after retry.backoff.ms (100ms).
+		kgo.MetadataMinAge(250 * time.Millisecond),
+	}
 	if c.clientID != "" {
 		opts = append(opts, kgo.ClientID(c.clientID))
 	} else {

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/localcluster"
@@ -162,4 +163,31 @@ func TestPlainClientsReadStale(t *testing.T) {
 	topics, err = adm.ListTopics(ctx)
 	require.NoError(t, err)
 	require.True(t, topics.Has("orders"), "right after the delete, a lagging broker still lists the topic")
+}
+
+// TestProduceStaleForeverIsTyped pauses every broker's metadata apply in
+// error mode: every produce is answered INCONSISTENT_METADATA, and once the
+// delivery budget is spent the record fails with an error that names the
+// cause.
+func TestProduceStaleForeverIsTyped(t *testing.T) {
+	lc := newCluster(t, localcluster.ErrorMode(true), localcluster.Lag(0))
+	ctx := testCtx(t, 30*time.Second)
+	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...),
+		factory.KgoOpts(kgo.RecordDeliveryTimeout(1500*time.Millisecond)))
+	require.NoError(t, err)
+	adm, err := f.Admin()
+	require.NoError(t, err)
+	defer adm.Close()
+	for node := range int32(3) {
+		require.NoError(t, lc.PauseApply(node))
+		defer lc.ResumeApply(node)
+	}
+	_, err = adm.CreateTopic(ctx, 1, 1, nil, "frozen")
+	require.NoError(t, err)
+	p, err := factory.NewProducer(f, producer.String(), producer.String())
+	require.NoError(t, err)
+	defer p.Close(context.Background())
+	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "frozen", Value: "v"})
+	require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+	require.NotZero(t, f.Stats().InconsistentMetadata)
 }

@@ -24,6 +24,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/consistency"
 )
 
 // ErrSerialize wraps every serialization error.
@@ -78,6 +80,11 @@ type Follow struct {
 	Changed func() error
 	// NewClient makes the client that takes over after a change.
 	NewClient func() (*kgo.Client, error)
+	// Inconsistent counts INCONSISTENT_METADATA answers seen by the
+	// factory's clients. A record that fails after the count moved failed
+	// because brokers stayed behind the token, whatever error franz-go
+	// gave up with. May be nil.
+	Inconsistent func() uint64
 }
 
 // Producer produces records with K keys and V values. It is safe for
@@ -178,10 +185,17 @@ func (p *Producer[K, V]) send(ctx context.Context, kr *kgo.Record, done func(Res
 	p.mu.Lock()
 	cl, gen := p.cl, p.gen
 	p.mu.Unlock()
+	var inc0 uint64
+	if p.follow.Inconsistent != nil {
+		inc0 = p.follow.Inconsistent()
+	}
 	cl.Produce(ctx, kr, func(got *kgo.Record, err error) {
 		if err == nil {
 			done(result(got), nil)
 			return
+		}
+		if p.follow.Inconsistent != nil && p.follow.Inconsistent() != inc0 {
+			err = staleError(err)
 		}
 		if p.follow.Watch == nil || ctx.Err() != nil {
 			done(Result{}, err)
@@ -250,6 +264,21 @@ func (p *Producer[K, V]) Close(ctx context.Context) error {
 	cl := p.Kgo()
 	err := cl.Flush(ctx)
 	cl.Close()
+	return err
+}
+
+// staleError marks the error of a record that failed while brokers kept
+// answering INCONSISTENT_METADATA. The wire layer turns such produce
+// answers into NOT_ENOUGH_REPLICAS so that franz-go retries them with exact
+// sequence numbers; once its budget is spent, franz-go reports that code,
+// ErrRecordRetries or ErrRecordTimeout, and this puts the real cause first.
+func staleError(err error) error {
+	if errors.Is(err, consistency.ErrInconsistentMetadata) {
+		return err
+	}
+	if errors.Is(err, kerr.NotEnoughReplicas) || errors.Is(err, kgo.ErrRecordRetries) || errors.Is(err, kgo.ErrRecordTimeout) {
+		return fmt.Errorf("%w: %w", consistency.ErrInconsistentMetadata, err)
+	}
 	return err
 }
 
