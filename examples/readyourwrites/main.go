@@ -1,0 +1,562 @@
+// Command readyourwrites shows the anomaly kconsist removes and the fix, side
+// by side:
+//
+//	go run ./examples/readyourwrites
+//
+// With no flags it starts an embedded local KIP-1243 cluster (package
+// integration/localcluster) of three brokers, two of which apply metadata
+// changes 500ms late, like brokers that are busy or far away. It then runs
+// the same flow twice: create a topic → produce → consume → create a second
+// topic and describe it (ListTopics, ListEndOffsets). Once through a kconsist
+// factory, whose clients share a consistency token, and once through plain
+// franz-go kgo/kadm clients with their default retries. It prints a table:
+// stale reads the application saw, stale answers the cluster served,
+// requests held back by the token, errors, and latency of each phase.
+//
+// The factory flow must read its writes: the command exits non-zero if it
+// saw a single stale read, lost a record or got an error. The plain flow is
+// expected to read stale data and never fails the run.
+//
+// With -brokers host:port[,...] it runs the factory flow against any cluster
+// instead (no side-by-side), creating and deleting two topics named
+// kconsist-ryw-<random>-*. Against a broker without KIP-1243 (any released
+// Apache Kafka) no token comes back: the run then shows the SDK working as a
+// plain client, and stale reads there are reported, not failed on.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/integration/localcluster"
+	"github.com/kconsist/kconsist/producer"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "readyourwrites:", err)
+		os.Exit(1)
+	}
+}
+
+// settings are the command's flags.
+type settings struct {
+	brokers     string
+	lag         time.Duration
+	errorMode   bool
+	records     int
+	consumeWait time.Duration
+	timeout     time.Duration
+}
+
+func parse(args []string, stderr io.Writer) (settings, error) {
+	var s settings
+	fs := flag.NewFlagSet("readyourwrites", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&s.brokers, "brokers", "", "bootstrap servers of a running cluster (host:port,...); default: an embedded local cluster and a side-by-side run")
+	fs.DurationVar(&s.lag, "lag", 500*time.Millisecond, "embedded cluster: how late brokers 1 and 2 apply metadata changes")
+	fs.BoolVar(&s.errorMode, "error-mode", false, "embedded cluster: lagging brokers answer INCONSISTENT_METADATA (the client retries) instead of holding the request")
+	fs.IntVar(&s.records, "records", 10, "records to produce and consume")
+	fs.DurationVar(&s.consumeWait, "consume-wait", 10*time.Second, "how long to wait for the produced records to be consumed")
+	fs.DurationVar(&s.timeout, "timeout", 2*time.Minute, "bound on the whole run")
+	if err := fs.Parse(args); err != nil {
+		return s, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return s, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case s.records < 1:
+		return s, fmt.Errorf("-records %d: want at least 1", s.records)
+	case s.lag < 0:
+		return s, fmt.Errorf("-lag %v: negative", s.lag)
+	case s.consumeWait <= 0 || s.timeout <= 0:
+		return s, errors.New("-consume-wait and -timeout must be positive")
+	}
+	return s, nil
+}
+
+// run is the whole command; main only adds signals and the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	s, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if s.brokers != "" {
+		return runExternal(ctx, s, stdout)
+	}
+	return runEmbedded(ctx, s, stdout)
+}
+
+func runEmbedded(ctx context.Context, s settings, out io.Writer) error {
+	lc, err := localcluster.New(localcluster.Brokers(3),
+		localcluster.BrokerLag(1, s.lag), localcluster.BrokerLag(2, s.lag),
+		localcluster.ErrorMode(s.errorMode))
+	if err != nil {
+		return fmt.Errorf("start the local cluster: %w", err)
+	}
+	defer lc.Close()
+	mode := "hold a request until they catch up"
+	if s.errorMode {
+		mode = "answer INCONSISTENT_METADATA until they catch up"
+	}
+	fmt.Fprintf(out, "Embedded local cluster (KIP-1243): 3 brokers, brokers 1 and 2 apply metadata changes %v late\n", s.lag)
+	fmt.Fprintf(out, "  and, given a newer token, %s.\n", mode)
+	fmt.Fprintf(out, "  bootstrap %s, cluster id %s\n\n", strings.Join(lc.Addrs(), ","), lc.ClusterID())
+	printFlow(out, s)
+
+	fres, err := measured(lc, func() (*result, error) { return factoryFlow(ctx, s, lc.Addrs(), "ryw-factory") })
+	if err != nil {
+		return err
+	}
+	pres, err := measured(lc, func() (*result, error) { return plainFlow(ctx, s, lc.Addrs(), "ryw-plain") })
+	if err != nil {
+		return err
+	}
+	printTable(out, fres, pres)
+	return verdict(out, s, fres, pres, true)
+}
+
+func runExternal(ctx context.Context, s settings, out io.Writer) error {
+	seeds := strings.Split(s.brokers, ",")
+	fmt.Fprintf(out, "Cluster at %s: factory flow only.\n\n", s.brokers)
+	printFlow(out, s)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	res, err := factoryFlow(ctx, s, seeds, "kconsist-ryw-"+hex.EncodeToString(b[:]))
+	if err != nil {
+		return err
+	}
+	printTable(out, res, nil)
+	return verdict(out, s, res, nil, res.tokenKnown)
+}
+
+func printFlow(out io.Writer, s settings) {
+	fmt.Fprintf(out, "Flow: create topic (3 partitions) → produce %d records → consume them →\n", s.records)
+	fmt.Fprintln(out, "      create a second topic (2 partitions) → describe it 3× (ListTopics, ListEndOffsets).")
+	fmt.Fprintln(out)
+}
+
+// measured runs flow and records what the cluster counted meanwhile.
+func measured(lc *localcluster.Cluster, flow func() (*result, error)) (*result, error) {
+	before := lc.Stats()
+	res, err := flow()
+	if err != nil {
+		return nil, err
+	}
+	after := lc.Stats()
+	res.staleServed = after.StaleAnswers - before.StaleAnswers
+	res.held = after.Waits - before.Waits
+	res.clusterStats = true
+	return res, nil
+}
+
+// result is what one flow saw.
+type result struct {
+	name        string
+	stale       []string // stale reads the application saw, described
+	errs        []string // errors the application got, described
+	produced    int
+	consumed    int
+	retried     uint64 // INCONSISTENT_METADATA answers retried (factory)
+	metadataReq int64
+	requests    int64
+	phases      [4]time.Duration
+	tokenKnown  bool
+	token       string
+
+	clusterStats bool  // the next two are known
+	staleServed  int64 // answers the cluster changed because a broker lagged
+	held         int64 // requests the cluster held until the broker caught up
+}
+
+var phaseNames = [4]string{"create", "produce", "consume", "create+describe"}
+
+func (r *result) total() time.Duration {
+	var d time.Duration
+	for _, p := range r.phases {
+		d += p
+	}
+	return d
+}
+
+func (r *result) staleOrErr(what string, err error) {
+	if isUnknownTopic(err) {
+		r.stale = append(r.stale, fmt.Sprintf("%s: %v", what, err))
+	}
+	r.errs = append(r.errs, fmt.Sprintf("%s: %v", what, err))
+}
+
+func isUnknownTopic(err error) bool {
+	return errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID)
+}
+
+// requestCounter counts the requests a client writes, and its Metadata
+// requests apart: a client that retries a topic it cannot find asks for
+// metadata again and again.
+type requestCounter struct{ all, metadata atomic.Int64 }
+
+func (c *requestCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	c.all.Add(1)
+	if key == kmsg.Metadata.Int16() {
+		c.metadata.Add(1)
+	}
+}
+
+// clients are the operations a flow needs, made either by a factory or
+// plainly.
+type clients struct {
+	admin   *kadm.Client
+	produce func(ctx context.Context, topic, key, value string) error
+	// consume polls topic from the start until want distinct keys arrived
+	// or wait passed, reporting fetch errors to onErr.
+	consume func(ctx context.Context, topic string, want int, wait time.Duration, onErr func(error)) (int, error)
+	close   func()
+}
+
+func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string) (*result, error) {
+	counter := &requestCounter{}
+	f, err := factory.New(nil, factory.BootstrapServers(seeds...), factory.ClientID("readyourwrites-factory"),
+		factory.KgoOpts(kgo.WithHooks(counter)))
+	if err != nil {
+		return nil, err
+	}
+	adm, err := f.Admin()
+	if err != nil {
+		return nil, err
+	}
+	p, err := factory.NewProducer(f, producer.String(), producer.String())
+	if err != nil {
+		adm.Close()
+		return nil, err
+	}
+	c := clients{
+		admin: adm.Client,
+		produce: func(ctx context.Context, topic, key, value string) error {
+			_, err := p.Produce(ctx, producer.Record[string, string]{Topic: topic, Key: key, Value: value})
+			return err
+		},
+		consume: func(ctx context.Context, topic string, want int, wait time.Duration, onErr func(error)) (int, error) {
+			cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{topic},
+				factory.AutoOffsetReset("earliest"))
+			if err != nil {
+				return 0, err
+			}
+			defer cons.Close()
+			ctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			seen := map[string]bool{}
+			for len(seen) < want && ctx.Err() == nil {
+				recs, err := cons.Poll(ctx, 0)
+				if err != nil && ctx.Err() == nil {
+					for _, e := range unjoin(err) {
+						onErr(e)
+					}
+				}
+				for _, r := range recs {
+					seen[r.Key] = true
+				}
+			}
+			return len(seen), nil
+		},
+		close: func() {
+			_ = p.Close(context.Background())
+			adm.Close()
+		},
+	}
+	res, err := flow(ctx, s, "factory (kconsist)", prefix, c)
+	if err != nil {
+		return nil, err
+	}
+	tok := f.Token()
+	res.tokenKnown = !tok.IsUnknown()
+	res.token = tok.String()
+	res.retried = f.Stats().InconsistentMetadata
+	res.requests = counter.all.Load()
+	res.metadataReq = counter.metadata.Load()
+	return res, nil
+}
+
+func plainFlow(ctx context.Context, s settings, seeds []string, prefix string) (*result, error) {
+	counter := &requestCounter{}
+	base := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("readyourwrites-plain"), kgo.WithHooks(counter)}
+	admCl, err := kgo.NewClient(base...)
+	if err != nil {
+		return nil, err
+	}
+	prodCl, err := kgo.NewClient(base...)
+	if err != nil {
+		admCl.Close()
+		return nil, err
+	}
+	c := clients{
+		admin: kadm.NewClient(admCl),
+		produce: func(ctx context.Context, topic, key, value string) error {
+			return prodCl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(value)}).FirstErr()
+		},
+		consume: func(ctx context.Context, topic string, want int, wait time.Duration, onErr func(error)) (int, error) {
+			cl, err := kgo.NewClient(append(base, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+			if err != nil {
+				return 0, err
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			seen := map[string]bool{}
+			for len(seen) < want && ctx.Err() == nil {
+				fs := cl.PollFetches(ctx)
+				fs.EachError(func(t string, p int32, err error) {
+					if ctx.Err() == nil {
+						onErr(fmt.Errorf("fetch %s[%d]: %w", t, p, err))
+					}
+				})
+				fs.EachRecord(func(r *kgo.Record) { seen[string(r.Key)] = true })
+			}
+			return len(seen), nil
+		},
+		close: func() {
+			prodCl.Close()
+			admCl.Close()
+		},
+	}
+	res, err := flow(ctx, s, "plain kgo/kadm", prefix, c)
+	if err != nil {
+		return nil, err
+	}
+	res.requests = counter.all.Load()
+	res.metadataReq = counter.metadata.Load()
+	return res, nil
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// flow runs create → produce → consume → create+describe with c, then
+// deletes its topics and closes c. Only a cancelled ctx is an error: what
+// the brokers answer is the result.
+func flow(ctx context.Context, s settings, name, prefix string, c clients) (*result, error) {
+	defer c.close()
+	r := &result{name: name}
+	orders, invoices := prefix+"-orders", prefix+"-invoices"
+	defer func() {
+		// Best effort: the topics are the run's own.
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = c.admin.DeleteTopics(dctx, orders, invoices)
+	}()
+
+	start := time.Now()
+	if err := createTopic(ctx, c.admin, orders, 3); err != nil {
+		r.staleOrErr("CreateTopics", err)
+	}
+	r.phases[0] = time.Since(start)
+
+	start = time.Now()
+	for i := range s.records {
+		if err := c.produce(ctx, orders, fmt.Sprint("key-", i), "value"); err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%s: produce: %w", name, ctx.Err())
+			}
+			r.staleOrErr(fmt.Sprintf("Produce record %d", i), err)
+			continue
+		}
+		r.produced++
+	}
+	r.phases[1] = time.Since(start)
+
+	start = time.Now()
+	if r.produced > 0 {
+		n, err := c.consume(ctx, orders, r.produced, s.consumeWait, func(err error) { r.staleOrErr("Poll", err) })
+		if err != nil {
+			return nil, fmt.Errorf("%s: consume: %w", name, err)
+		}
+		r.consumed = n
+	}
+	r.phases[2] = time.Since(start)
+
+	start = time.Now()
+	if err := createTopic(ctx, c.admin, invoices, 2); err != nil {
+		r.staleOrErr("CreateTopics", err)
+	}
+	for range 3 {
+		describe(ctx, c.admin, invoices, 2, r)
+	}
+	r.phases[3] = time.Since(start)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: %w", name, ctx.Err())
+	}
+	return r, nil
+}
+
+func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32) error {
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	if err != nil {
+		return err
+	}
+	return resp.Err
+}
+
+// describe reads topic the way a dashboard would, right after creating it,
+// and records every answer that does not show it as created.
+func describe(ctx context.Context, adm *kadm.Client, topic string, partitions int, r *result) {
+	topics, err := adm.ListTopics(ctx, topic)
+	switch {
+	case err != nil:
+		r.staleOrErr("ListTopics", err)
+	case !topics.Has(topic):
+		r.stale = append(r.stale, "ListTopics: the new topic is missing")
+	case topics[topic].Err != nil:
+		r.staleOrErr("ListTopics", topics[topic].Err)
+	case len(topics[topic].Partitions) != partitions:
+		r.stale = append(r.stale, fmt.Sprintf("ListTopics: %d partitions, created %d", len(topics[topic].Partitions), partitions))
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	switch {
+	case err != nil:
+		r.staleOrErr("ListEndOffsets", err)
+	case len(ends[topic]) != partitions:
+		r.stale = append(r.stale, fmt.Sprintf("ListEndOffsets: %d partitions, created %d", len(ends[topic]), partitions))
+	}
+}
+
+func printTable(out io.Writer, results ...*result) {
+	var rs []*result
+	for _, r := range results {
+		if r != nil {
+			rs = append(rs, r)
+		}
+	}
+	var rows [][]string
+	row := func(label string, cell func(*result) string) {
+		cells := []string{label}
+		for _, r := range rs {
+			cells = append(cells, cell(r))
+		}
+		rows = append(rows, cells)
+	}
+	cluster := func(n int64, r *result) string {
+		if !r.clusterStats {
+			return "n/a"
+		}
+		return fmt.Sprint(n)
+	}
+	row("clients", func(r *result) string { return r.name })
+	row("stale reads seen by the app", func(r *result) string { return fmt.Sprint(len(r.stale)) })
+	row("stale answers served (cluster count)", func(r *result) string { return cluster(r.staleServed, r) })
+	row("requests held for the token (cluster)", func(r *result) string { return cluster(r.held, r) })
+	row("INCONSISTENT_METADATA retried", func(r *result) string { return fmt.Sprint(r.retried) })
+	row("errors returned to the app", func(r *result) string { return fmt.Sprint(len(r.errs)) })
+	row("records produced / consumed", func(r *result) string {
+		return fmt.Sprintf("%d / %d", r.produced, r.consumed)
+	})
+	row("Metadata requests / all requests", func(r *result) string {
+		return fmt.Sprintf("%d / %d", r.metadataReq, r.requests)
+	})
+	for i, name := range phaseNames {
+		row("latency "+name, func(r *result) string { return ms(r.phases[i]) })
+	}
+	row("latency total", func(r *result) string { return ms(r.total()) })
+
+	// Labels left, values right-aligned under their column's name.
+	widths := make([]int, len(rows[0]))
+	for _, cells := range rows {
+		for i, c := range cells {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, cells := range rows {
+		line := fmt.Sprintf("%-*s", widths[0], cells[0])
+		for i, c := range cells[1:] {
+			line += fmt.Sprintf("  %*s", widths[i+1], c)
+		}
+		fmt.Fprintln(out, line)
+	}
+	fmt.Fprintln(out)
+}
+
+func ms(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+// verdict explains the table and decides the exit code: the factory flow
+// must have read its writes. strict is false against a cluster that sent no
+// token, where the SDK cannot do better than a plain client.
+func verdict(out io.Writer, s settings, f, plain *result, strict bool) error {
+	fmt.Fprintf(out, "factory token after the run: %s\n", f.token)
+	if !f.tokenKnown {
+		fmt.Fprintln(out, "No KIP-1243 token came back: this cluster does not implement KIP-1243 (no released")
+		fmt.Fprintln(out, "Kafka does). Requests were stamped harmlessly; consistency is only what the brokers give.")
+	}
+	if plain != nil {
+		fmt.Fprintf(out, "plain kgo/kadm saw %d stale reads", len(plain.stale))
+		if len(plain.stale) > 0 {
+			fmt.Fprint(out, ", e.g.:")
+		}
+		fmt.Fprintln(out)
+		for i, st := range plain.stale {
+			if i == 3 {
+				fmt.Fprintf(out, "  ... and %d more\n", len(plain.stale)-3)
+				break
+			}
+			fmt.Fprintln(out, "  "+st)
+		}
+	}
+	var problems []string
+	if len(f.errs) > 0 {
+		problems = append(problems, fmt.Sprintf("%d errors (first: %s)", len(f.errs), f.errs[0]))
+	}
+	if f.produced != s.records || f.consumed != f.produced {
+		problems = append(problems, fmt.Sprintf("produced %d and consumed %d of %d records", f.produced, f.consumed, s.records))
+	}
+	if strict && len(f.stale) > 0 {
+		problems = append(problems, fmt.Sprintf("%d stale reads (first: %s)", len(f.stale), f.stale[0]))
+	}
+	if strict && f.staleServed > 0 {
+		problems = append(problems, fmt.Sprintf("the cluster served %d stale answers", f.staleServed))
+	} else if !strict && len(f.stale) > 0 {
+		fmt.Fprintf(out, "factory saw %d stale reads from brokers without KIP-1243 (first: %s)\n", len(f.stale), f.stale[0])
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the factory flow did not read its writes: %s", strings.Join(problems, "; "))
+	}
+	if plain != nil {
+		fmt.Fprintln(out, "The factory waits for a lagging broker once, where plain clients are answered at once but wrongly.")
+	}
+	fmt.Fprintf(out, "OK: the factory flow read its writes (%d records, %d stale reads, %d errors).\n", f.consumed, len(f.stale), len(f.errs))
+	return nil
+}
