@@ -1,0 +1,180 @@
+package factory_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/integration/localcluster"
+	"github.com/kconsist/kconsist/producer"
+)
+
+// README quick start: the code from "type Order" to the end of quickStart is
+// copied verbatim into README.md's "Quick start" block. Change both together;
+// this Example keeps the README's code compiling and working.
+
+type Order struct {
+	ID   int    `json:"id"`
+	Item string `json:"item"`
+}
+
+// quickStart creates a topic, writes an order and reads it back through
+// three clients of one factory. They share a consistency token, so the
+// producer and the consumer see the new topic at once, on every broker.
+func quickStart(ctx context.Context, bootstrap string) error {
+	f, err := factory.New(nil, factory.BootstrapServers(bootstrap))
+	if err != nil {
+		return err
+	}
+
+	adm, err := f.Admin()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "orders"); err != nil {
+		return err
+	}
+
+	p, err := factory.NewProducer(f, producer.String(), producer.JSON[Order]())
+	if err != nil {
+		return err
+	}
+	defer p.Close(ctx)
+	order := Order{ID: 1, Item: "book"}
+	if _, err := p.Produce(ctx, producer.Record[string, Order]{Topic: "orders", Key: "o-1", Value: order}); err != nil {
+		return err
+	}
+
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.JSON[Order](), []string{"orders"},
+		factory.AutoOffsetReset("earliest"))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for {
+		recs, err := c.Poll(ctx, 1)
+		if err != nil {
+			return err
+		}
+		if len(recs) > 0 {
+			r := recs[0]
+			fmt.Printf("%s: %+v (partition %d, offset %d)\n", r.Key, r.Value, r.Partition, r.Offset)
+			fmt.Println("token:", f.Token())
+			return nil
+		}
+	}
+}
+
+// End of the README quick start.
+
+// The README's quick start, run on a local KIP-1243 cluster whose brokers
+// apply metadata changes 200ms late: the producer and the consumer still see
+// the topic the admin client just created, on their first try.
+func Example_quickStart() {
+	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(200*time.Millisecond),
+		localcluster.ClusterID("example-cluster"))
+	if err != nil {
+		panic(err)
+	}
+	defer lc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	if err := quickStart(ctx, strings.Join(lc.Addrs(), ",")); err != nil {
+		fmt.Println("error:", err)
+	}
+	// Output:
+	// o-1: {ID:1 Item:book} (partition 0, offset 0)
+	// token: example-cluster@4
+}
+
+// Java client properties work as they are; unknown keys and bad values are
+// errors that name the key.
+func ExampleFromProperties() {
+	opts, err := factory.FromProperties(map[string]string{
+		"bootstrap.servers":          "broker-1:9092,broker-2:9092",
+		"acks":                       "all",
+		"linger.ms":                  "5",
+		"metadata.recovery.strategy": "rebootstrap",
+	})
+	if err != nil {
+		panic(err)
+	}
+	f, err := factory.New(nil, opts...)
+	fmt.Println(f != nil, err)
+
+	_, err = factory.FromProperties(map[string]string{"linger.ms": "soon"})
+	fmt.Println(err)
+	// Output:
+	// true <nil>
+	// factory: invalid configuration: linger.ms: "soon" is not an integer number of milliseconds >= 0 (accepted: an integer number of milliseconds >= 0)
+}
+
+// ParseProperties reads a Java .properties file's text; LoadProperties does
+// the same from a path.
+func ExampleParseProperties() {
+	props, err := factory.ParseProperties(strings.NewReader(`
+# producer.properties
+bootstrap.servers = localhost:9092
+enable.idempotence: true
+compression.type zstd
+`))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(props)
+	_, err = factory.FromProperties(props)
+	fmt.Println(err)
+	// Output:
+	// map[bootstrap.servers:localhost:9092 compression.type:zstd enable.idempotence:true]
+	// <nil>
+}
+
+// Every client a factory makes reports consistency events to an observer:
+// here, the token moving when the admin client creates a topic.
+func ExampleWithObserver() {
+	lc, err := localcluster.New(localcluster.Brokers(1), localcluster.ClusterID("example-cluster"))
+	if err != nil {
+		panic(err)
+	}
+	defer lc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	tokens := make(chan string, 100)
+	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...),
+		factory.WithObserver(factory.ObserverFunc(func(ev factory.Event) {
+			if ev.Kind == factory.EventTokenAdvanced {
+				select {
+				case tokens <- ev.Token.String():
+				default: // never block a client's network path
+				}
+			}
+		})))
+	if err != nil {
+		panic(err)
+	}
+	adm, err := f.Admin()
+	if err != nil {
+		panic(err)
+	}
+	defer adm.Close()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "events"); err != nil {
+		panic(err)
+	}
+	// The first response names the cluster at its current offset; the
+	// create's response carries the offset of the new topic's records.
+	var last string
+	for len(tokens) > 0 {
+		last = <-tokens
+	}
+	fmt.Println("last token event:", last)
+	fmt.Println("stamped requests:", f.Stats().RequestsStamped > 0)
+	// Output:
+	// last token event: example-cluster@2
+	// stamped requests: true
+}
