@@ -1,0 +1,136 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/integration/localcluster"
+	"github.com/kconsist/kconsist/producer"
+)
+
+type reading struct {
+	Sensor string  `json:"sensor"`
+	Value  float64 `json:"value"`
+}
+
+// A group consumer of the factory that created the topic joins and reads
+// it at once, on brokers that apply the create 300ms late. A record that
+// does not decode is not dropped: Poll returns a *DeserializeError that
+// names it, next to the records that did decode.
+func ExampleConsumer_Poll() {
+	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(300*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
+	defer lc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	if err != nil {
+		panic(err)
+	}
+	adm, err := f.Admin()
+	if err != nil {
+		panic(err)
+	}
+	defer adm.Close()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "readings"); err != nil {
+		panic(err)
+	}
+	p, err := factory.NewProducer(f, producer.String(), producer.Bytes())
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close(ctx)
+	for _, v := range []string{`{"sensor":"s1","value":21.5}`, `not json`, `{"sensor":"s2","value":19}`} {
+		if _, err := p.Produce(ctx, producer.Record[string, []byte]{Topic: "readings", Value: []byte(v)}); err != nil {
+			panic(err)
+		}
+	}
+
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.JSON[reading](), []string{"readings"},
+		factory.GroupID("dashboard"), factory.AutoOffsetReset("earliest"))
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	lines := map[int64]string{} // by offset: one poll or several, same output
+	for len(lines) < 3 {
+		recs, err := c.Poll(ctx, 0)
+		for _, r := range recs {
+			lines[r.Offset] = fmt.Sprintf("%+v", r.Value)
+		}
+		var de *consumer.DeserializeError
+		if errors.As(err, &de) {
+			lines[de.Offset] = de.Field + " did not decode"
+		} else if err != nil {
+			panic(err)
+		}
+	}
+	for off := range int64(3) {
+		fmt.Printf("offset %d: %s\n", off, lines[off])
+	}
+	if err := c.Commit(ctx); err != nil {
+		panic(err)
+	}
+	// Output:
+	// offset 0: {Sensor:s1 Value:21.5}
+	// offset 1: value did not decode
+	// offset 2: {Sensor:s2 Value:19}
+}
+
+// Without a group, Assign chooses partitions and start offsets.
+func ExampleConsumer_Assign() {
+	lc, err := localcluster.New(localcluster.Brokers(1), localcluster.SeedTopics(2, "logs"))
+	if err != nil {
+		panic(err)
+	}
+	defer lc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	if err != nil {
+		panic(err)
+	}
+	p, err := factory.NewProducer(f, producer.String(), producer.String(), factory.KgoOpts(kgo.RecordPartitioner(kgo.ManualPartitioner())))
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close(ctx)
+	for i := range 4 {
+		rec := producer.Record[string, string]{Topic: "logs", Partition: 1, Value: fmt.Sprint("line ", i)}
+		if _, err := p.Produce(ctx, rec); err != nil {
+			panic(err)
+		}
+	}
+
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	if err := c.Assign(map[string]map[int32]kgo.Offset{"logs": {1: kgo.NewOffset().At(2)}}); err != nil {
+		panic(err)
+	}
+	for got := 0; got < 2; {
+		recs, err := c.Poll(ctx, 0)
+		if err != nil {
+			panic(err)
+		}
+		for _, r := range recs {
+			fmt.Printf("%s[%d]@%d: %s\n", r.Topic, r.Partition, r.Offset, r.Value)
+			got++
+		}
+	}
+	// Output:
+	// logs[1]@2: line 2
+	// logs[1]@3: line 3
+}
