@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestQuick runs the command in -quick mode into a temporary report, so it
+// cannot rot: every table has its rows, numbers parse and are sane (not the
+// targets, which small runs cannot judge), the charts exist, and text
+// outside the generated markers survives.
+func TestQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the benchmarks for about 20s")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "BENCHMARKS.md")
+	const manual = "## RELIABILITY\n\nwritten by hand, must survive\n"
+	require.NoError(t, os.WriteFile(out, []byte(skeleton()+"\n"+manual), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, run(ctx, options{Quick: true, Local: true, Out: out, Charts: dir, Command: "go run ./integration/bench -quick", Logf: t.Logf}))
+	require.Less(t, time.Since(start), time.Minute, "-quick must stay under a minute")
+
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	doc := string(b)
+	require.Contains(t, doc, manual)
+	require.Equal(t, 1, strings.Count(doc, beginMarker(localSection)))
+	require.Contains(t, doc, "Machine: ")
+	require.Contains(t, doc, "go1.")
+
+	// Overhead: positive throughputs and latencies, ratio in a sane band.
+	row := cells(t, doc, "| throughput, records/s")
+	require.Greater(t, leading(t, row[1]), 100.0)
+	require.Greater(t, leading(t, row[2]), 100.0)
+	ratio := leading(t, row[3])
+	require.True(t, ratio > 0.2 && ratio < 5, "throughput ratio %v", ratio)
+	for _, q := range []string{"| p50 latency", "| p99 latency"} {
+		row = cells(t, doc, q)
+		require.Greater(t, leading(t, row[1]), 0.0)
+		require.Less(t, leading(t, row[1]), 1000.0)
+		require.Greater(t, leading(t, row[2]), 0.0)
+	}
+	require.Equal(t, "0", cells(t, doc, "| failed records")[1])
+
+	// Read-your-writes: one row per lag and client; the factory never fails
+	// and never reads stale, and never takes less than the lag.
+	for _, lag := range []string{"0s", "100ms", "500ms"} {
+		for _, client := range []string{"factory", "plain kgo"} {
+			row = cells(t, doc, "| "+lag+" | "+client+" |")
+			require.Equal(t, "2", row[2])
+			if client == "factory" {
+				require.Equal(t, "0", row[7], "factory failures")
+				require.Equal(t, "0 (0)", row[8], "factory stale answers")
+				d, _ := time.ParseDuration(lag)
+				p50 := leading(t, row[3])
+				require.GreaterOrEqual(t, p50, float64(d.Milliseconds())*0.9)
+				require.Less(t, p50, float64(d.Milliseconds())+5000)
+			}
+		}
+	}
+
+	// Misroute: both clients recover, nothing lands in the wrong cluster.
+	for _, client := range []string{"factory", "plain kgo"} {
+		row = cells(t, doc, "| "+client+" | 2 |")
+		require.Greater(t, leading(t, row[2]), 0.0)
+		require.Less(t, leading(t, row[4]), 15000.0)
+		require.Equal(t, "0", row[6], "%s failures", client)
+		require.Equal(t, "0", row[8], "%s records in the wrong cluster", client)
+	}
+
+	for _, png := range []string{"overhead_local_throughput.png", "overhead_local_latency.png", "ryw_latency.png", "misroute_recovery.png"} {
+		st, err := os.Stat(filepath.Join(dir, png))
+		require.NoError(t, err)
+		require.Greater(t, st.Size(), int64(1000), png)
+		require.Contains(t, doc, "]("+png+")")
+	}
+}
+
+// TestReplaceSection keeps everything outside the markers and adds missing
+// markers at the end.
+func TestReplaceSection(t *testing.T) {
+	doc := "intro\n" + beginMarker("x") + "\nold\n" + endMarker("x") + "\nafter\n"
+	got := replaceSection(doc, "x", "new\n")
+	require.Equal(t, "intro\n"+beginMarker("x")+"\nnew\n"+endMarker("x")+"\nafter\n", got)
+	require.Equal(t, got, replaceSection(got, "x", "new\n"), "idempotent")
+	got = replaceSection("no markers", "y", "body\n")
+	require.Equal(t, "no markers\n\n"+beginMarker("y")+"\nbody\n"+endMarker("y")+"\n", got)
+}
+
+func TestQuantile(t *testing.T) {
+	xs := make([]float64, 100)
+	for i := range xs {
+		xs[i] = float64(100 - i)
+	}
+	require.Equal(t, 50.0, quantile(xs, 0.5))
+	require.Equal(t, 99.0, quantile(xs, 0.99))
+	require.Equal(t, 100.0, quantile(xs, 1))
+	require.Equal(t, 1.0, quantile(xs, 0))
+	require.Equal(t, 7.0, quantile([]float64{7}, 0.99))
+}
+
+// cells returns the cells of the first table row that starts with prefix.
+func cells(t *testing.T, doc, prefix string) []string {
+	t.Helper()
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			parts := strings.Split(strings.Trim(line, "|"), "|")
+			for i := range parts {
+				parts[i] = strings.TrimSpace(parts[i])
+			}
+			return parts
+		}
+	}
+	t.Fatalf("no row %q in the report", prefix)
+	return nil
+}
+
+var number = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?`)
+
+// leading parses the number a cell starts with.
+func leading(t *testing.T, cell string) float64 {
+	t.Helper()
+	m := number.FindString(cell)
+	require.NotEmpty(t, m, "cell %q starts with no number", cell)
+	v, err := strconv.ParseFloat(m, 64)
+	require.NoError(t, err)
+	return v
+}

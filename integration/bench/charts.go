@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+var colors = [2]color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // factory
+	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // plain kgo
+}
+
+func save(p *plot.Plot, dir, name string) (string, error) {
+	path := filepath.Join(dir, name)
+	if err := p.Save(7*vg.Inch, 4*vg.Inch, path); err != nil {
+		return "", fmt.Errorf("chart %s: %w", name, err)
+	}
+	return path, nil
+}
+
+// overheadCharts draws throughput per round and pooled latency quantiles.
+func overheadCharts(r *overheadResult, dir, prefix, title string) ([]string, error) {
+	p := plot.New()
+	p.Title.Text = title + ": throughput per round (1 KiB records)"
+	p.X.Label.Text = "round"
+	p.Y.Label.Text = "records/s"
+	for v := range 2 {
+		pts := make(plotter.XYs, len(r.Tput[v]))
+		for i, y := range r.Tput[v] {
+			pts[i] = plotter.XY{X: float64(i + 1), Y: y}
+		}
+		l, s, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.Color, s.Color = colors[v], colors[v]
+		p.Add(l, s)
+		p.Legend.Add(variantNames[v], l, s)
+	}
+	p.Y.Min = 0
+	p.Legend.Top = false
+	a, err := save(p, dir, prefix+"_throughput.png")
+	if err != nil {
+		return nil, err
+	}
+
+	p = plot.New()
+	p.Title.Text = title + ": produce latency, all rounds pooled"
+	p.Y.Label.Text = "ms"
+	w := vg.Points(30)
+	for v := range 2 {
+		vals := plotter.Values{quantile(r.Lat[v], 0.5), quantile(r.Lat[v], 0.99)}
+		b, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return nil, err
+		}
+		b.Color = colors[v]
+		b.Offset = w * vg.Length(2*v-1) / 2
+		p.Add(b)
+		p.Legend.Add(variantNames[v], b)
+	}
+	p.NominalX("p50", "p99")
+	p.Legend.Top = true
+	b, err := save(p, dir, prefix+"_latency.png")
+	if err != nil {
+		return nil, err
+	}
+	return []string{a, b}, nil
+}
+
+// rywChart draws p50 and p99 of create → produce → consume per lag.
+func rywChart(rs []rywResult, dir string) (string, error) {
+	p := plot.New()
+	p.Title.Text = "Read-your-writes: create → produce ack → first record consumed"
+	p.Y.Label.Text = "ms (successful trials)"
+	p.X.Label.Text = "apply lag of 2 of 3 brokers"
+	w := vg.Points(14)
+	series := []struct {
+		v    int
+		q    float64
+		name string
+	}{{vFactory, 0.5, "factory p50"}, {vFactory, 0.99, "factory p99"}, {vPlain, 0.5, "plain p50"}, {vPlain, 0.99, "plain p99"}}
+	for i, s := range series {
+		vals := make(plotter.Values, len(rs))
+		for j, r := range rs {
+			sum := r.summary(s.v)
+			vals[j] = sum.P50
+			if s.q > 0.5 {
+				vals[j] = sum.P99
+			}
+			if vals[j] != vals[j] { // NaN: every trial failed
+				vals[j] = 0
+			}
+		}
+		b, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return "", err
+		}
+		b.Color = colors[s.v]
+		if s.q > 0.5 {
+			b.Color = plotutil.DarkColors[s.v]
+		}
+		b.Offset = w * vg.Length(2*i-3) / 2
+		p.Add(b)
+		p.Legend.Add(s.name, b)
+	}
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = r.Lag.String()
+	}
+	p.NominalX(names...)
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return save(p, dir, "ryw_latency.png")
+}
+
+// misrouteChart draws every recovery time as a box per client.
+func misrouteChart(r *misrouteResult, dir string) (string, error) {
+	p := plot.New()
+	p.Title.Text = "Misroute recovery: address move → record acknowledged by the right cluster"
+	p.Y.Label.Text = "ms"
+	for v := range 2 {
+		var vals plotter.Values
+		for _, tr := range r.Trials[v] {
+			if tr.Failed == "" {
+				vals = append(vals, ms(tr.Recovery))
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		b, err := plotter.NewBoxPlot(vg.Points(40), float64(v), vals)
+		if err != nil {
+			return "", err
+		}
+		b.FillColor = colors[v]
+		p.Add(b)
+	}
+	p.NominalX(variantNames[0], variantNames[1])
+	p.Y.Min = 0
+	return save(p, dir, "misroute_recovery.png")
+}

@@ -1,0 +1,254 @@
+// Command bench measures what kconsist costs and what it buys, against plain
+// franz-go in the same run, and writes the results into BENCHMARKS.md (between
+// its GENERATED markers, leaving the rest of the file alone) with PNG charts.
+//
+//	go run ./integration/bench              # local cluster: overhead, read-your-writes, misroute (< 10 min)
+//	go run ./integration/bench -quick       # the same, small (< 1 min); the package test runs it
+//	go run ./integration/bench -realkafka   # also the overhead on 3 Apache Kafka 4.4 nodes (needs java, mvn)
+//	go run ./integration/bench -realkafka -local=false   # only real Kafka
+//
+// Everything runs on loopback, in-process (the local cluster, kfake) or as
+// child JVMs (real Kafka) that are stopped before the command exits.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/integration/localcluster"
+)
+
+// options say what to run and where the results go.
+type options struct {
+	Quick     bool
+	Local     bool
+	RealKafka bool
+	Out       string // BENCHMARKS.md
+	Charts    string // directory of the PNG charts
+	Command   string // as typed, for the report
+	Logf      func(string, ...any)
+}
+
+// plan sizes every measurement.
+type plan struct {
+	overhead, kafka overheadConfig
+	ryw             rywConfig
+	misroute        misrouteConfig
+}
+
+func planFor(quick bool) plan {
+	p := plan{
+		overhead: overheadConfig{Rounds: 10, Records: 20000, Latencies: 300, ValueSize: 1024},
+		kafka:    overheadConfig{Rounds: 6, Records: 10000, Latencies: 200, ValueSize: 1024},
+		ryw:      rywConfig{Lags: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}, Trials: 30, Timeout: 10 * time.Second},
+		misroute: misrouteConfig{Trials: 20, Timeout: 15 * time.Second},
+	}
+	if quick {
+		p.overhead = overheadConfig{Rounds: 2, Records: 2000, Latencies: 50, ValueSize: 1024}
+		p.kafka = overheadConfig{Rounds: 2, Records: 2000, Latencies: 50, ValueSize: 1024}
+		p.ryw.Trials = 2
+		p.misroute.Trials = 2
+	}
+	return p
+}
+
+func main() {
+	var o options
+	flag.BoolVar(&o.Quick, "quick", false, "small repetition counts (under a minute); numbers are not for publishing")
+	flag.BoolVar(&o.Local, "local", true, "run the local-cluster benchmarks (overhead, read-your-writes, misroute)")
+	flag.BoolVar(&o.RealKafka, "realkafka", false, "also measure the overhead on 3 real Apache Kafka 4.4 nodes (java + mvn; several minutes)")
+	flag.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to update (generated sections only)")
+	flag.StringVar(&o.Charts, "charts", "docs/bench", "directory for the PNG charts")
+	flag.Parse()
+	o.Command = "go run ./integration/bench"
+	if len(os.Args) > 1 {
+		o.Command += " " + strings.Join(os.Args[1:], " ")
+	}
+	o.Logf = log.Printf
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run measures what o asks for and writes the report and charts.
+func run(ctx context.Context, o options) error {
+	if err := os.MkdirAll(o.Charts, 0o755); err != nil {
+		return err
+	}
+	p := planFor(o.Quick)
+	m := thisMachine()
+	sections := map[string]string{}
+	if o.Local {
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+		defer cancel()
+		body, err := runLocal(ctx, o, p, m)
+		if err != nil {
+			return err
+		}
+		sections[localSection] = body
+	}
+	if o.RealKafka {
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+		defer cancel()
+		body, err := runReal(ctx, o, p, m)
+		if err != nil {
+			return err
+		}
+		sections[kafkaSection] = body
+	}
+	if len(sections) == 0 {
+		return fmt.Errorf("nothing to run: -local=false and no -realkafka")
+	}
+	return writeSections(o.Out, sections)
+}
+
+func header(w *bytes.Buffer, o options, m machine, elapsed time.Duration) {
+	fmt.Fprintf(w, "Command: `%s` (total %v). Machine: %s.", o.Command, elapsed.Round(time.Second), m)
+	if o.Quick {
+		fmt.Fprintf(w, " **-quick run: repetitions too small to judge the targets.**")
+	}
+	fmt.Fprintf(w, " The benchmarked clients, the cluster and the Go runtime share these CPUs.\n\n")
+}
+
+func runLocal(ctx context.Context, o options, p plan, m machine) (string, error) {
+	t0 := time.Now()
+	var body bytes.Buffer
+
+	// 1. Overhead on a cluster that never lags.
+	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(0))
+	if err != nil {
+		return "", err
+	}
+	over, err := func() (*overheadResult, error) {
+		defer lc.Close()
+		if err := createAndWait(ctx, lc, "overhead"); err != nil {
+			return nil, err
+		}
+		return runOverhead(ctx, "in-process local cluster (integration/localcluster), 3 brokers, apply lag 0", lc.Addrs(), "overhead", p.overhead,
+			func(ctx context.Context) error { return trim(ctx, lc, "overhead") }, o.Logf)
+	}()
+	if err != nil {
+		return "", fmt.Errorf("overhead: %w", err)
+	}
+	// 2. Read-your-writes.
+	ryw, err := runRYW(ctx, p.ryw, o.Logf)
+	if err != nil {
+		return "", err
+	}
+	// 3. Misroute recovery.
+	mis, err := runMisroute(ctx, p.misroute, o.Logf)
+	if err != nil {
+		return "", err
+	}
+
+	var charts []string
+	cs, err := overheadCharts(over, o.Charts, "overhead_local", "Local cluster")
+	if err != nil {
+		return "", err
+	}
+	charts = append(charts, cs...)
+	c, err := rywChart(ryw, o.Charts)
+	if err != nil {
+		return "", err
+	}
+	charts = append(charts, c)
+	if c, err = misrouteChart(mis, o.Charts); err != nil {
+		return "", err
+	}
+	charts = append(charts, c)
+
+	header(&body, o, m, time.Since(t0))
+	body.WriteString("### 1. Producer overhead\n\n")
+	overheadMarkdown(&body, over)
+	chartLinks(&body, o.Out, charts[:2])
+	body.WriteString("### 2. Read-your-writes latency\n\n")
+	rywMarkdown(&body, ryw, p.ryw)
+	chartLinks(&body, o.Out, charts[2:3])
+	body.WriteString("### 3. Misroute recovery\n\n")
+	misrouteMarkdown(&body, mis, p.misroute)
+	chartLinks(&body, o.Out, charts[3:])
+	return body.String(), nil
+}
+
+func runReal(ctx context.Context, o options, p plan, m machine) (string, error) {
+	t0 := time.Now()
+	over, startup, err := runKafka(ctx, p.kafka, o.Logf)
+	if err != nil {
+		return "", err
+	}
+	charts, err := overheadCharts(over, o.Charts, "overhead_realkafka", "Apache Kafka 4.4")
+	if err != nil {
+		return "", err
+	}
+	var body bytes.Buffer
+	header(&body, o, m, time.Since(t0))
+	fmt.Fprintf(&body, "Three combined broker+controller JVMs started by `integration/kafkatest` (ready in %v), topic of 3 partitions "+
+		"with replication factor 3, every replica in sync before the first round. Kafka 4.4 ignores the consistency header "+
+		"tag the factory stamps, so this is the cost of stamping and reading tokens on a broker that does not implement KIP-1243.\n\n",
+		startup.Round(time.Second))
+	overheadMarkdown(&body, over)
+	chartLinks(&body, o.Out, charts)
+	return body.String(), nil
+}
+
+// trim deletes every record of topic, straight on kfake: the local cluster
+// keeps records in memory, and a heap grown by earlier rounds would slow
+// later ones.
+func trim(ctx context.Context, lc *localcluster.Cluster, topic string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(lc.KfakeAddrs()...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("trim %s: %w", topic, err)
+	}
+	if err := ends.Error(); err != nil {
+		return fmt.Errorf("trim %s: %w", topic, err)
+	}
+	resp, err := adm.DeleteRecords(ctx, ends.Offsets())
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("trim %s: %w", topic, err)
+	}
+	return nil
+}
+
+// createAndWait creates topic (3 partitions, replication 3) and waits until
+// every broker of lc has applied it, so both clients start alike.
+func createAndWait(ctx context.Context, lc *localcluster.Cluster, topic string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(lc.Addrs()...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	r, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 3, nil, topic)
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", topic, err)
+	}
+	for node := range int32(3) {
+		if err := lc.WaitApplied(ctx, node, lc.LogEnd()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/producer"
+)
+
+// The two clients every comparison runs: index 0 is the SDK, 1 the baseline.
+const (
+	vFactory = 0
+	vPlain   = 1
+)
+
+var variantNames = [2]string{"factory", "plain kgo"}
+
+// overheadConfig sizes one overhead measurement.
+type overheadConfig struct {
+	Rounds    int // interleaved rounds, after one untimed warm-up round
+	Records   int // records per throughput burst, per round and client
+	Latencies int // sequential acknowledged produces per round and client
+	ValueSize int
+}
+
+// overheadResult is what the overhead comparison measured.
+type overheadResult struct {
+	Where   string
+	Cfg     overheadConfig
+	Tput    [2][]float64 // records/s, one per round
+	Lat     [2][]float64 // every latency sample, ms
+	RoundP  [2][][2]float64
+	Errors  [2]int
+	Elapsed time.Duration
+}
+
+// sender is one of the compared producers.
+type sender struct {
+	async func(ctx context.Context, value []byte, done func(error))
+	close func()
+}
+
+// newSenders makes the factory producer and a plain kgo client with the same
+// producer settings: acks=all, idempotent, no compression, linger 0 (kgo's
+// default is 10ms and snappy; both are set explicitly so that the two differ
+// only by what the SDK adds).
+func newSenders(addrs []string, topic string) ([2]sender, error) {
+	var s [2]sender
+	f, err := factory.New(nil, factory.BootstrapServers(addrs...), factory.Acks("all"), factory.Idempotence(true),
+		factory.Compression("none"), factory.KgoOpts(kgo.ProducerLinger(0)))
+	if err != nil {
+		return s, err
+	}
+	p, err := factory.NewProducer(f, producer.Bytes(), producer.Bytes())
+	if err != nil {
+		return s, err
+	}
+	s[vFactory] = sender{
+		async: func(ctx context.Context, v []byte, done func(error)) {
+			err := p.ProduceAsync(ctx, producer.Record[[]byte, []byte]{Topic: topic, Value: v},
+				func(_ producer.Result, err error) { done(err) })
+			if err != nil {
+				done(err)
+			}
+		},
+		close: func() { _ = p.Close(context.Background()) },
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ClientID("kconsist"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
+	if err != nil {
+		s[vFactory].close()
+		return s, err
+	}
+	s[vPlain] = sender{
+		async: func(ctx context.Context, v []byte, done func(error)) {
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: v}, func(_ *kgo.Record, err error) { done(err) })
+		},
+		close: cl.Close,
+	}
+	return s, nil
+}
+
+// burst produces n records as fast as the client takes them and returns the
+// time from the first produce to the last acknowledgement.
+func (s sender) burst(ctx context.Context, n int, value []byte) (time.Duration, int) {
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	wg.Add(n)
+	start := time.Now()
+	for range n {
+		s.async(ctx, value, func(err error) {
+			if err != nil {
+				errs.Add(1)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	return time.Since(start), int(errs.Load())
+}
+
+// latencies produces n records one at a time, each waiting for its
+// acknowledgement, and returns each round trip in ms.
+func (s sender) latencies(ctx context.Context, n int, value []byte) ([]float64, int) {
+	out := make([]float64, 0, n)
+	errs := 0
+	done := make(chan error, 1)
+	for range n {
+		start := time.Now()
+		s.async(ctx, value, func(err error) { done <- err })
+		if err := <-done; err != nil {
+			errs++
+			continue
+		}
+		out = append(out, ms(time.Since(start)))
+	}
+	return out, errs
+}
+
+// runOverhead compares the factory producer with plain kgo on the cluster at
+// addrs, on an existing topic. Rounds alternate the order (ABBA) so drift
+// and noise hit both clients alike.
+//
+// settle, when not nil, runs before every timed step (e.g. to drop the
+// records an in-memory cluster holds); a forced GC follows it, so neither
+// client pays for the other's garbage.
+func runOverhead(ctx context.Context, where string, addrs []string, topic string, cfg overheadConfig, settle func(context.Context) error, logf func(string, ...any)) (*overheadResult, error) {
+	s, err := newSenders(addrs, topic)
+	if err != nil {
+		return nil, err
+	}
+	defer s[vPlain].close()
+	defer s[vFactory].close()
+	value := make([]byte, cfg.ValueSize)
+	_, _ = rand.Read(value)
+	res := &overheadResult{Where: where, Cfg: cfg}
+	t0 := time.Now()
+	// Warm-up: connections, producer ids, metadata, buffers.
+	for v := range 2 {
+		if _, errs := s[v].burst(ctx, max(cfg.Records/4, 100), value); errs > 0 {
+			return nil, fmt.Errorf("overhead warm-up: %s: %d records failed", variantNames[v], errs)
+		}
+		s[v].latencies(ctx, 20, value)
+	}
+	for r := range cfg.Rounds {
+		order := [2]int{vFactory, vPlain}
+		if r%2 == 1 {
+			order = [2]int{vPlain, vFactory}
+		}
+		for _, v := range order {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if settle != nil {
+				if err := settle(ctx); err != nil {
+					return nil, err
+				}
+			}
+			runtime.GC()
+			d, errs := s[v].burst(ctx, cfg.Records, value)
+			res.Errors[v] += errs
+			res.Tput[v] = append(res.Tput[v], float64(cfg.Records-errs)/d.Seconds())
+			lat, errs := s[v].latencies(ctx, cfg.Latencies, value)
+			res.Errors[v] += errs
+			res.Lat[v] = append(res.Lat[v], lat...)
+			res.RoundP[v] = append(res.RoundP[v], [2]float64{quantile(lat, 0.5), quantile(lat, 0.99)})
+		}
+		logf("overhead %s round %d/%d: factory %.0f rec/s p99 %.2fms, plain %.0f rec/s p99 %.2fms", where, r+1, cfg.Rounds,
+			res.Tput[vFactory][r], res.RoundP[vFactory][r][1], res.Tput[vPlain][r], res.RoundP[vPlain][r][1])
+	}
+	res.Elapsed = time.Since(t0)
+	return res, nil
+}
+
+// ratios returns the per-round ratios factory/plain of f applied to a round.
+func (r *overheadResult) ratios(f func(v, round int) float64) []float64 {
+	out := make([]float64, len(r.Tput[vFactory]))
+	for i := range out {
+		out[i] = f(vFactory, i) / f(vPlain, i)
+	}
+	return out
+}
+
+func (r *overheadResult) tputRatios() []float64 {
+	return r.ratios(func(v, i int) float64 { return r.Tput[v][i] })
+}
+
+func (r *overheadResult) p99Ratios() []float64 {
+	return r.ratios(func(v, i int) float64 { return r.RoundP[v][i][1] })
+}
+
+func (r *overheadResult) p50Ratios() []float64 {
+	return r.ratios(func(v, i int) float64 { return r.RoundP[v][i][0] })
+}

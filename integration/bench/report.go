@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// machine describes where the numbers were measured.
+type machine struct {
+	CPUs      int
+	CPUModel  string
+	GoVersion string
+	OS        string
+	Commit    string
+	Date      string
+}
+
+func thisMachine() machine {
+	m := machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+		Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), CPUModel: "unknown"}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(out))
+	}
+	return m
+}
+
+func (m machine) String() string {
+	s := fmt.Sprintf("%d CPUs (`nproc`), %s, %s, %s, %s", m.CPUs, m.CPUModel, m.GoVersion, m.OS, m.Date)
+	if m.Commit != "" {
+		s += ", commit " + m.Commit
+	}
+	return s
+}
+
+// Marker pairs delimit the generated sections; everything else in the file
+// is left as it is.
+const (
+	localSection = "local"
+	kafkaSection = "realkafka"
+)
+
+func beginMarker(section string) string {
+	return "<!-- BEGIN GENERATED " + section + ": written by go run ./integration/bench; edits inside are lost -->"
+}
+func endMarker(section string) string { return "<!-- END GENERATED " + section + " -->" }
+
+// skeleton is a new BENCHMARKS.md.
+func skeleton() string {
+	return "# Benchmarks\n\n## SDK overhead, read-your-writes and misroute recovery (local cluster)\n\n" +
+		beginMarker(localSection) + "\n" + endMarker(localSection) + "\n\n" +
+		"## Overhead on real Apache Kafka 4.4\n\n" +
+		beginMarker(kafkaSection) + "\n" + endMarker(kafkaSection) + "\n\n" +
+		"## Micro-benchmarks\n\n## RELIABILITY\n"
+}
+
+// replaceSection puts body between the markers of section in doc, adding
+// the markers at the end if doc lacks them.
+func replaceSection(doc, section, body string) string {
+	b, e := beginMarker(section), endMarker(section)
+	i := strings.Index(doc, b)
+	j := strings.Index(doc, e)
+	if i < 0 || j < i {
+		if !strings.HasSuffix(doc, "\n") {
+			doc += "\n"
+		}
+		return doc + "\n" + b + "\n" + body + e + "\n"
+	}
+	return doc[:i+len(b)] + "\n" + body + doc[j:]
+}
+
+// writeSections updates path (creating it from the skeleton) with the
+// given sections.
+func writeSections(path string, sections map[string]string) error {
+	doc := skeleton()
+	if b, err := os.ReadFile(path); err == nil {
+		doc = string(b)
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	for _, name := range []string{localSection, kafkaSection} {
+		if body, ok := sections[name]; ok {
+			doc = replaceSection(doc, name, body)
+		}
+	}
+	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+func f1(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", x)
+}
+
+func f2(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+func f3(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f", x)
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "**met**"
+	}
+	return "**missed**"
+}
+
+func spreadText(s spread, f func(float64) string) string {
+	return fmt.Sprintf("%s [%s–%s]", f(s.Median), f(s.Min), f(s.Max))
+}
+
+func relPath(from, to string) string {
+	rel, err := filepath.Rel(filepath.Dir(from), to)
+	if err != nil {
+		return to
+	}
+	return filepath.ToSlash(rel)
+}
+
+// overheadMarkdown writes the overhead table of r.
+func overheadMarkdown(w *bytes.Buffer, r *overheadResult) {
+	c := r.Cfg
+	fmt.Fprintf(w, "Where: %s. Topic of 3 partitions. Both clients: acks=all, idempotent, no compression, linger 0, %d-byte values; "+
+		"the factory producer (`factory.NewProducer(f, producer.Bytes(), producer.Bytes())`, `ProduceAsync`) against a plain "+
+		"`kgo.Client` (`Produce`) on the same cluster in the same process.\n\n", r.Where, c.ValueSize)
+	fmt.Fprintf(w, "Repetitions: %d interleaved rounds after one untimed warm-up round, order alternating "+
+		"(factory first in even rounds, plain first in odd ones). Each round and client: a burst of %d async records "+
+		"(throughput = records / time from first produce to last acknowledgement), then %d sequential produces each "+
+		"waiting for its acknowledgement (latency). Spread: median [min–max] over rounds. Run time %v.\n\n",
+		c.Rounds, c.Records, c.Latencies, r.Elapsed.Round(time.Second))
+	tr := spreadOf(r.tputRatios())
+	p99r := spreadOf(r.p99Ratios())
+	p50r := spreadOf(r.p50Ratios())
+	pooled := func(v int, q float64) float64 { return quantile(r.Lat[v], q) }
+	pooledP99 := pooled(vFactory, 0.99) / pooled(vPlain, 0.99)
+	fmt.Fprintf(w, "| metric | factory | plain kgo | ratio factory/plain | target | result |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| throughput, records/s (median [min–max] of rounds) | %s | %s | %s (per-round ratios) | ≥ 0.97 | %s |\n",
+		spreadText(spreadOf(r.Tput[vFactory]), f0), spreadText(spreadOf(r.Tput[vPlain]), f0), spreadText(tr, f3), yesNo(tr.Median >= 0.97))
+	fmt.Fprintf(w, "| p50 latency, ms (all %d samples pooled) | %s | %s | %s pooled; per-round %s | – | – |\n",
+		len(r.Lat[vFactory]), f3(pooled(vFactory, 0.5)), f3(pooled(vPlain, 0.5)), f3(pooled(vFactory, 0.5)/pooled(vPlain, 0.5)), spreadText(p50r, f3))
+	fmt.Fprintf(w, "| p99 latency, ms (all %d samples pooled) | %s | %s | %s pooled; per-round %s | ≤ 1.05 | %s |\n",
+		len(r.Lat[vFactory]), f3(pooled(vFactory, 0.99)), f3(pooled(vPlain, 0.99)), f3(pooledP99), spreadText(p99r, f3), yesNo(pooledP99 <= 1.05))
+	fmt.Fprintf(w, "| failed records | %d | %d | – | 0 | %s |\n\n", r.Errors[vFactory], r.Errors[vPlain], yesNo(r.Errors[vFactory] == 0))
+}
+
+func f0(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+func rywMarkdown(w *bytes.Buffer, rs []rywResult, cfg rywConfig) {
+	fmt.Fprintf(w, "Where: a fresh local cluster per lag, 3 brokers, broker 0 applies metadata at once, brokers 1 and 2 after the lag "+
+		"(`localcluster.BrokerLag`), wait mode (a lagging broker holds a request whose token it has not applied). "+
+		"One trial: `CreateTopic` (1 partition) through the admin client → first record produced and acknowledged → that record "+
+		"consumed from the start of the partition by a consumer assigned to it. Time is from the create call to the record in hand. "+
+		"Factory: `f.Admin()`, `factory.NewProducer`, `factory.NewConsumer` of one factory, default settings. Plain: three "+
+		"`kgo.Client`s (kadm, producer, consumer) with franz-go's defaults, retries included. Clients are made once per lag "+
+		"and warmed with one untimed trial.\n\n")
+	fmt.Fprintf(w, "Repetitions: %d trials per lag and client, alternating factory/plain; a trial that has not consumed its record after "+
+		"%v + lag is a failure. p50/p99/max are over successful trials (nearest rank: with %d trials p99 is the largest but at most one). "+
+		"*Stale answers*: answers the cluster served from a broker image older than the write (`localcluster.Stats().StaleAnswers` "+
+		"during the trial — UNKNOWN_TOPIC_OR_PARTITION to Produce/Fetch/ListOffsets, Metadata without the topic). *Errors seen*: "+
+		"errors the consumer surfaced to the application before the record came.\n\n", cfg.Trials, cfg.Timeout, cfg.Trials)
+	fmt.Fprintf(w, "| lag | client | trials | p50 ms | p99 ms | max ms | p50 create / produce / consume ms | failures | trials with stale answers (answers) | errors seen | target: factory p99 ≤ lag + 50 ms, 0 failures |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		for v := range 2 {
+			s := r.summary(v)
+			target := "–"
+			if v == vFactory {
+				target = yesNo(s.Failures == 0 && s.P99 <= ms(r.Lag)+50)
+			}
+			fails := fmt.Sprint(s.Failures)
+			for k, n := range s.FailureKinds {
+				fails += fmt.Sprintf("; %d× %s", n, strings.ReplaceAll(k, "|", "/"))
+			}
+			fmt.Fprintf(w, "| %v | %s | %d | %s | %s | %s | %s / %s / %s | %s | %d (%d) | %d | %s |\n",
+				r.Lag, variantNames[v], s.N, f1(s.P50), f1(s.P99), f1(s.Max), f1(s.CreateP50), f1(s.ProduceP50), f1(s.ConsumeP50),
+				fails, s.StaleTrials, s.StaleAnswers, s.SurfacedErrors, target)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func misrouteMarkdown(w *bytes.Buffer, r *misrouteResult, cfg misrouteConfig) {
+	fmt.Fprintf(w, "Where: per client, cluster A (kfake, 1 broker, id `bench-cluster-a`) and cluster B (kfake, 1 broker, id "+
+		"`bench-cluster-b`), both with topic `t`, and two `kafkatest.Forwarder`s F1, F2. The client bootstraps from A's own "+
+		"address; A advertises F1 (→ A) for its broker, so produce traffic goes through F1. **A move**: A starts advertising F2 "+
+		"(→ A) and F1 is switched to B, closing its connections — the broker got a new address and its old one now belongs to "+
+		"a broker of another cluster. The next move swaps the roles of F1 and F2. **Measured**: from the move to the "+
+		"acknowledgement of one record produced right after it (the client has to reconnect, reach B, be refused by the KIP-1242 "+
+		"check with REBOOTSTRAP_REQUIRED, rebootstrap from the seed, learn the new address and produce to A). *Detect*: from the "+
+		"move to B's REBOOTSTRAP_REQUIRED answer as seen by the forwarder. After all trials the records are counted in both "+
+		"clusters. Both clients run with default settings (franz-go v1.22.3 does the KIP-1242 check itself; the factory adds "+
+		"its cluster watcher).\n\n")
+	fmt.Fprintf(w, "Repetitions: %d moves per client, alternating factory/plain, 3 acknowledged records before each move; timeout %v per move.\n\n",
+		cfg.Trials, cfg.Timeout)
+	fmt.Fprintf(w, "| client | moves | recovery p50 ms | p99 ms | max ms | detect p50 ms (seen) | failures | records in A / acknowledged | records in B | target < 1 s |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|\n")
+	for v := range 2 {
+		s := r.summary(v)
+		target := "–"
+		if v == vFactory {
+			target = yesNo(s.Failures == 0 && s.Max < 1000)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s (%d) | %d | %d / %d | %d | %s |\n", variantNames[v], s.N, f0(s.P50), f0(s.P99),
+			f0(s.Max), f0(s.DetectP50), s.Detected, s.Failures, r.RightRecords[v], r.Produced[v], r.WrongRecords[v], target)
+	}
+	fmt.Fprintln(w)
+}
+
+func chartLinks(w *bytes.Buffer, doc string, charts []string) {
+	for _, c := range charts {
+		fmt.Fprintf(w, "![%s](%s)\n", strings.TrimSuffix(filepath.Base(c), ".png"), relPath(doc, c))
+	}
+	fmt.Fprintln(w)
+}
