@@ -3,7 +3,9 @@ package factory_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/kconsist/kconsist/consumer"
@@ -13,8 +15,9 @@ import (
 )
 
 // README quick start: the code from "type Order" to the end of quickStart is
-// copied verbatim into README.md's "Quick start" block. Change both together;
-// this Example keeps the README's code compiling and working.
+// copied verbatim into README.md's "Quick start" block. Change both together:
+// Example_quickStart keeps the code compiling and working, and
+// TestREADMEQuickStart fails when the README's copy differs.
 
 type Order struct {
 	ID   int    `json:"id"`
@@ -177,4 +180,27 @@ func ExampleWithObserver() {
 	// Output:
 	// last token event: example-cluster@2
 	// stamped requests: true
+}
+
+// TestREADMEQuickStart checks that README.md shows the quick start exactly as
+// it is compiled and run here.
+func TestREADMEQuickStart(t *testing.T) {
+	src, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(src)
+	start := strings.Index(text, "type Order struct")
+	end := strings.Index(text, "// End of the README quick start.")
+	if start < 0 || end < start {
+		t.Fatal("quick start markers not found in example_test.go")
+	}
+	code := strings.TrimSpace(text[start:end])
+	if !strings.Contains(string(readme), "```go\n"+code+"\n```") {
+		t.Fatalf("README.md's quick start block differs from example_test.go; paste this into it:\n%s", code)
+	}
 }

@@ -520,7 +520,7 @@ func verdict(out io.Writer, s settings, f, plain *result, strict bool) error {
 	fmt.Fprintf(out, "factory token after the run: %s\n", f.token)
 	if !f.tokenKnown {
 		fmt.Fprintln(out, "No KIP-1243 token came back: this cluster does not implement KIP-1243 (no released")
-		fmt.Fprintln(out, "Kafka does). Requests were stamped harmlessly; consistency is only what the brokers give.")
+		fmt.Fprintln(out, "Kafka does), so there was no token to send; consistency is only what the brokers give.")
 	}
 	if plain != nil {
 		fmt.Fprintf(out, "plain kgo/kadm saw %d stale reads", len(plain.stale))
