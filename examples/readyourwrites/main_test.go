@@ -44,12 +44,12 @@ func runCmd(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// TestSideBySide runs the command as a newcomer would, with a shorter lag:
+// TestSideBySide runs the command as a newcomer would, with fewer records:
 // the factory column reads its writes, the plain column reads stale data.
 func TestSideBySide(t *testing.T) {
 	for _, mode := range []string{"wait", "error"} {
 		t.Run(mode, func(t *testing.T) {
-			args := []string{"-lag", "300ms", "-records", "5"}
+			args := []string{"-lag", "500ms", "-records", "5"}
 			if mode == "error" {
 				args = append(args, "-error-mode")
 			}
