@@ -47,6 +47,15 @@ type Config struct {
 	// cache knows no tokens: within that window it answers a read with
 	// the state from before a write. Applies to both modes.
 	BypassAdminCache bool
+	// DataReadsDuringDelete lets ListEndOffsets and produces target a
+	// topic whose delete is in flight. Off by default: the local cluster's
+	// data plane (kfake) drops a topic as soon as it receives the delete,
+	// before the RemoveTopicRecord is committed, so a broker can answer
+	// UNKNOWN_TOPIC_OR_PARTITION under a header token that still shows the
+	// topic, and a client's next metadata read shows it again (a
+	// monotonic-reads violation no client token can prevent). See
+	// RESULTS.md.
+	DataReadsDuringDelete bool
 	// DrainTimeout bounds how long the consumer may take, after the
 	// workers end, to consume every acknowledged record; default 20s.
 	DrainTimeout time.Duration
@@ -311,6 +320,7 @@ type topicModel struct {
 	live       bool // created (and not deleted) as far as the workload knows
 	busy       bool // a write is in flight
 	retired    bool // a write ended without an answer: no more writes
+	deleting   bool // a delete is in flight
 	partitions int32
 }
 
@@ -421,7 +431,7 @@ func (w *workload) claim(r *rand.Rand, pass func(*topicModel) bool) (string, *to
 func (w *workload) release(t *topicModel, outcome Outcome, apply func()) {
 	w.model.mu.Lock()
 	defer w.model.mu.Unlock()
-	t.busy = false
+	t.busy, t.deleting = false, false
 	switch outcome {
 	case OK:
 		apply()
@@ -478,6 +488,9 @@ func (w *workload) delete(ctx context.Context, g, adm int, r *rand.Rand) bool {
 	if !ok {
 		return false
 	}
+	w.model.mu.Lock()
+	t.deleting = true
+	w.model.mu.Unlock()
 	op := Op{Kind: DeleteTopic, Client: fmt.Sprintf("admin-%d", adm), Goroutine: g, Topic: name}
 	cctx, cancel := w.opCtx(ctx)
 	defer cancel()
@@ -540,11 +553,20 @@ func (w *workload) alter(ctx context.Context, g, adm int, r *rand.Rand) bool {
 }
 
 // readTargets picks 1 to 3 topic names, mostly among the newest (where
-// staleness shows) and the data topics.
-func (w *workload) readTargets(r *rand.Rand) []string {
+// staleness shows). Reads served by the data plane skip topics being
+// deleted unless Config.DataReadsDuringDelete.
+func (w *workload) readTargets(r *rand.Rand, dataPlane bool) []string {
 	w.model.mu.Lock()
 	defer w.model.mu.Unlock()
 	names := w.model.names
+	if dataPlane && !w.cfg.DataReadsDuringDelete {
+		names = nil
+		for _, name := range w.model.names {
+			if !w.model.topics[name].deleting {
+				names = append(names, name)
+			}
+		}
+	}
 	if len(names) == 0 {
 		return nil
 	}
@@ -578,7 +600,7 @@ func isUnknownTopic(err error) bool { return errors.Is(err, kerr.UnknownTopicOrP
 func (w *workload) listTopics(ctx context.Context, g, adm int, r *rand.Rand) {
 	var names []string
 	if r.IntN(2) == 0 {
-		names = w.readTargets(r)
+		names = w.readTargets(r, false)
 	}
 	op := Op{Kind: ListTopics, Client: fmt.Sprintf("admin-%d", adm), Goroutine: g}
 	cctx, cancel := w.readCtx(ctx)
@@ -603,7 +625,7 @@ func (w *workload) listTopics(ctx context.Context, g, adm int, r *rand.Rand) {
 }
 
 func (w *workload) describeConfigs(ctx context.Context, g, adm int, r *rand.Rand) {
-	names := w.readTargets(r)
+	names := w.readTargets(r, false)
 	if len(names) == 0 {
 		w.listTopics(ctx, g, adm, r)
 		return
@@ -633,7 +655,7 @@ func (w *workload) describeConfigs(ctx context.Context, g, adm int, r *rand.Rand
 }
 
 func (w *workload) listEnds(ctx context.Context, g, adm int, r *rand.Rand) {
-	names := w.readTargets(r)
+	names := w.readTargets(r, true)
 	if len(names) == 0 {
 		w.listTopics(ctx, g, adm, r)
 		return
@@ -686,7 +708,7 @@ func (w *workload) produce(ctx context.Context, g, p int, r *rand.Rand, i int) {
 	w.model.mu.Lock()
 	var data, churn []string
 	for _, name := range w.model.names {
-		if t := w.model.topics[name]; t.live {
+		if t := w.model.topics[name]; t.live && (!t.deleting || w.cfg.DataReadsDuringDelete) {
 			if t.data {
 				data = append(data, name)
 			} else {

@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		lagMax     = fs.Duration("lag-max", 300*time.Millisecond, "maximum per-broker apply lag")
 		pauseMax   = fs.Duration("pause-max", 0, "maximum apply pause of one broker (default lag-max)")
 		bypass     = fs.Bool("bypass-admin-cache", false, "admin metadata reads skip franz-go's metadata cache (kadm.WithAuthorizedOps)")
+		dataDelete = fs.Bool("data-reads-during-delete", false, "let ListEndOffsets and produces target a topic whose delete is in flight (shows a local-cluster artifact)")
 		show       = fs.Int("show", 3, "violations printed per seed (-1: all)")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -65,8 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		return 2, fmt.Errorf("want -seeds ≥ 1 and -ops ≥ 1")
 	}
 
-	fmt.Fprintf(stdout, "checker: mode=%s seeds=%d..%d ops=%d goroutines=%d lag-max=%v bypass-admin-cache=%v (%s, GOMAXPROCS=%d)\n",
-		m, *first, *first+uint64(*seeds)-1, *ops, *goroutines, *lagMax, *bypass, runtime.Version(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(stdout, "checker: mode=%s seeds=%d..%d ops=%d goroutines=%d lag-max=%v bypass-admin-cache=%v data-reads-during-delete=%v (%s, GOMAXPROCS=%d)\n",
+		m, *first, *first+uint64(*seeds)-1, *ops, *goroutines, *lagMax, *bypass, *dataDelete, runtime.Version(), runtime.GOMAXPROCS(0))
 	began := time.Now()
 	var total checker.Report
 	var clientOps, polls int
@@ -74,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		seed := *first + uint64(i)
 		res, err := checker.Run(ctx, checker.Config{
 			Seed: seed, Mode: m, Ops: *ops, Goroutines: *goroutines,
-			LagMax: *lagMax, PauseMax: *pauseMax, BypassAdminCache: *bypass,
+			LagMax: *lagMax, PauseMax: *pauseMax, BypassAdminCache: *bypass, DataReadsDuringDelete: *dataDelete,
 		})
 		if err != nil {
 			return 2, fmt.Errorf("seed %d: %w", seed, err)
