@@ -96,9 +96,19 @@ func (c *config) emit(ev Event) {
 
 // wireObserver turns wire-layer callbacks into events.
 type wireObserver struct {
-	f   *Factory
-	o   Observer
-	log *slog.Logger
+	f     *Factory
+	o     Observer
+	log   *slog.Logger
+	seeds map[string]bool
+}
+
+// OnStampRejected: a bootstrap server closed the connection of a stamped
+// request, which a KIP-1243 broker of another cluster does; check which
+// cluster the bootstrap servers name now.
+func (w *wireObserver) OnStampRejected(addr string) {
+	if w.seeds[normalAddr(addr)] {
+		w.f.watcher.Check(false)
+	}
 }
 
 func (w *wireObserver) cfg() *config { return &config{observer: w.o, logger: w.log} }
@@ -130,30 +140,56 @@ type Stats struct {
 	StoreResets          uint64
 }
 
+// wireStats sums the counters of the interceptors of live clients, plus
+// those of closed clients, folded into closed when they close.
 type wireStats struct {
 	mu           sync.Mutex
-	interceptors []*wire.Interceptor
+	interceptors map[*wire.Interceptor]struct{}
+	closed       wire.Stats
 	rebootstraps atomic.Uint64
 	storeResets  atomic.Uint64
 }
 
 func (s *wireStats) add(i *wire.Interceptor) {
 	s.mu.Lock()
-	s.interceptors = append(s.interceptors, i)
+	if s.interceptors == nil {
+		s.interceptors = map[*wire.Interceptor]struct{}{}
+	}
+	s.interceptors[i] = struct{}{}
 	s.mu.Unlock()
+}
+
+func (s *wireStats) remove(i *wire.Interceptor) {
+	s.mu.Lock()
+	if _, ok := s.interceptors[i]; ok {
+		delete(s.interceptors, i)
+		addStats(&s.closed, i.Stats())
+	}
+	s.mu.Unlock()
+}
+
+func addStats(dst *wire.Stats, st wire.Stats) {
+	dst.RequestsStamped += st.RequestsStamped
+	dst.ResponsesRead += st.ResponsesRead
+	dst.TokensAdvanced += st.TokensAdvanced
+	dst.Misroutes += st.Misroutes
+	dst.InconsistentMetadata += st.InconsistentMetadata
 }
 
 func (s *wireStats) snapshot() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := Stats{Rebootstraps: s.rebootstraps.Load(), StoreResets: s.storeResets.Load()}
-	for _, i := range s.interceptors {
-		st := i.Stats()
-		out.RequestsStamped += st.RequestsStamped
-		out.ResponsesRead += st.ResponsesRead
-		out.TokensAdvanced += st.TokensAdvanced
-		out.Misroutes += st.Misroutes
-		out.InconsistentMetadata += st.InconsistentMetadata
+	sum := s.closed
+	for i := range s.interceptors {
+		addStats(&sum, i.Stats())
 	}
-	return out
+	return Stats{
+		RequestsStamped:      sum.RequestsStamped,
+		ResponsesRead:        sum.ResponsesRead,
+		TokensAdvanced:       sum.TokensAdvanced,
+		Misroutes:            sum.Misroutes,
+		InconsistentMetadata: sum.InconsistentMetadata,
+		Rebootstraps:         s.rebootstraps.Load(),
+		StoreResets:          s.storeResets.Load(),
+	}
 }

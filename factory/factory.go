@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +40,7 @@ type Factory struct {
 	stats   wireStats
 	// inconsistent counts INCONSISTENT_METADATA answers over all clients.
 	inconsistent atomic.Uint64
+	learnOnce    sync.Once
 }
 
 // New returns a factory whose clients share store; a nil store means a new
@@ -55,8 +59,13 @@ func New(store consistency.Store, opts ...Opt) (*Factory, error) {
 	}
 	f := &Factory{store: store, base: cfg}
 	f.watcher = &rebootstrap.Watcher{Store: store, OnEvent: f.rebootstrapEvent, Pin: cfg.pin}
+	f.watcher.Probe = f.probe()
 	return f, nil
 }
+
+// Close stops the factory's background cluster checks. It does not close
+// the clients the factory made; close each of them.
+func (f *Factory) Close() { f.watcher.Close() }
 
 // Store returns the shared consistency store. Its context can be handed to
 // another process (see consistency.Context.Token) and merged there with
@@ -140,38 +149,81 @@ func (f *Factory) client(opts []Opt, extra []kgo.Opt) (*kgo.Client, config, erro
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	kopts, err := cfg.validate()
+	cl, err := f.newKgo(cfg, f.store, extra, true)
 	if err != nil {
 		return nil, cfg, err
 	}
-	var clRef atomic.Pointer[kgo.Client]
-	ic, err := wire.New(wire.Config{
-		Store:                    f.store,
+	f.learnOnce.Do(f.watcher.Watch)
+	return cl, cfg, nil
+}
+
+// newKgo builds a franz-go client for cfg whose connections go through a
+// wire interceptor on store. A shared client (any client handed to a user)
+// reports events, counts stats and rebootstraps through the watcher. The
+// watcher's probes are not shared: they use a store of their own, which
+// stays Unknown, so they never stamp a token.
+func (f *Factory) newKgo(cfg config, store consistency.Store, extra []kgo.Opt, shared bool) (*kgo.Client, error) {
+	kopts, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	wcfg := wire.Config{
+		Store:                    store,
 		Dial:                     rebootstrap.Dialer(cfg.resolver, nil),
 		TLS:                      cfg.tls,
 		InconsistentMetadataCode: cfg.incCode,
 		Logger:                   kgoLogger(cfg.logger),
-		Observer:                 &wireObserver{f: f, o: cfg.observer, log: cfg.logger},
-		ExpectedCluster:          f.expected(cfg.pin),
-	})
+	}
+	if shared {
+		wcfg.Observer = &wireObserver{f: f, o: cfg.observer, log: cfg.logger, seeds: seedSet(cfg.seeds)}
+		wcfg.ExpectedCluster = f.expected(cfg.pin)
+		wcfg.Adopt = f.adopt(cfg)
+	}
+	ic, err := wire.New(wcfg)
 	if err != nil {
-		return nil, cfg, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	kopts = append(kopts, kgo.Dialer(ic.DialContext))
-	kopts = append(kopts, rebootstrap.Opts(cfg.strategy, cfg.clusterCheck, cfg.seeds, func() {
-		f.stats.rebootstraps.Add(1)
-		f.watcher.Rebootstrapped(clRef.Load())
-	})...)
+	if shared {
+		kopts = append(kopts, rebootstrap.Opts(cfg.strategy, cfg.clusterCheck, cfg.seeds, func() {
+			f.stats.rebootstraps.Add(1)
+			f.watcher.Rebootstrapped()
+		})...)
+		kopts = append(kopts, kgo.WithHooks(closeHook(func() { f.stats.remove(ic) })))
+	} else {
+		kopts = append(kopts, rebootstrap.Opts(rebootstrap.None, false, cfg.seeds, nil)...)
+	}
 	kopts = append(kopts, extra...)
 	kopts = append(kopts, cfg.kgoOpts...)
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
-		return nil, cfg, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	clRef.Store(cl)
-	f.stats.add(ic)
-	f.watcher.Watch(cl)
-	return cl, cfg, nil
+	if shared {
+		f.stats.add(ic)
+	}
+	return cl, nil
+}
+
+// probe asks the factory's bootstrap servers for their cluster id without a
+// token; see rebootstrap.Probe.
+func (f *Factory) probe() rebootstrap.Probe {
+	return rebootstrap.SeedProbe(func() (*kgo.Client, error) {
+		return f.newKgo(f.base.clone(), consistency.NewMemoryStore(), nil, false)
+	})
+}
+
+// closeHook runs fn when the client it is installed on closes.
+type closeHook func()
+
+func (h closeHook) OnClientClosed(*kgo.Client) { h() }
+
+func seedSet(seeds []string) map[string]bool {
+	set := make(map[string]bool, len(seeds))
+	for _, s := range seeds {
+		set[normalAddr(s)] = true
+	}
+	return set
 }
 
 // expected returns the cluster the wire layer must insist on: the pin, or
@@ -181,6 +233,36 @@ func (f *Factory) expected(pin string) func() string {
 		return nil
 	}
 	return func() string { return pin }
+}
+
+// adopt lets an unpinned factory follow its bootstrap servers to a new
+// KIP-1243 cluster: a bootstrap server answering for another cluster resets
+// the store (the old cluster's offsets mean nothing there), while any other
+// address answering for another cluster stays a misroute.
+func (f *Factory) adopt(cfg config) func(addr, cluster string) bool {
+	if cfg.pin != "" {
+		return nil
+	}
+	seeds := seedSet(cfg.seeds)
+	return func(addr, cluster string) bool {
+		if !seeds[normalAddr(addr)] {
+			return false
+		}
+		from := f.store.Load().ClusterID()
+		f.stats.storeResets.Add(1)
+		cfg.emit(Event{Kind: EventClusterChanged, Addr: addr, From: from, To: cluster})
+		cfg.emit(Event{Kind: EventStoreReset, Addr: addr, From: from, To: cluster})
+		return true
+	}
+}
+
+// normalAddr puts host:port in one spelling (IPv6 brackets, lower case).
+func normalAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strings.ToLower(addr)
+	}
+	return net.JoinHostPort(strings.ToLower(host), port)
 }
 
 func (f *Factory) rebootstrapEvent(ev rebootstrap.Event) {

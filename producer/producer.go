@@ -66,9 +66,10 @@ type ClusterWatch interface {
 	// Settle waits for cluster checks in flight and returns the
 	// generation then.
 	Settle(ctx context.Context) uint64
-	// Check starts a check of which cluster cl reaches (Settle waits for
-	// it); rebootstrapped is false when no rebootstrap prompted it.
-	Check(cl *kgo.Client, rebootstrapped bool)
+	// Check starts a check of which cluster the bootstrap servers name
+	// (Settle waits for it); rebootstrapped is false when no rebootstrap
+	// prompted it.
+	Check(rebootstrapped bool)
 }
 
 // Follow configures how a producer reacts to cluster changes; the factory
@@ -214,7 +215,7 @@ func (p *Producer[K, V]) afterFailure(ctx context.Context, kr *kgo.Record, cl *k
 	if errors.Is(err, kerr.UnknownTopicID) {
 		// A topic id that stopped matching is how a cluster moved behind
 		// the bootstrap address shows when no rebootstrap happened.
-		p.follow.Watch.Check(cl, false)
+		p.follow.Watch.Check(false)
 	}
 	now := p.follow.Watch.Settle(ctx)
 	p.mu.Lock()

@@ -143,12 +143,47 @@ type Event struct {
 	StoreReset bool
 }
 
+// Probe asks the bootstrap servers which cluster they belong to. It must
+// not stamp a consistency token: a KIP-1243 broker of another cluster closes
+// the connection of a request naming the old cluster, which is exactly the
+// case a probe has to see through.
+type Probe func(ctx context.Context) (clusterID string, err error)
+
+// SeedProbe returns a Probe that sends Metadata requests to the seed brokers
+// of a client made by newClient (and closed after each probe). Only seeds
+// are asked: the bootstrap servers decide which cluster is the right one,
+// while a discovered broker's address may be the very misroute being
+// investigated.
+func SeedProbe(newClient func() (*kgo.Client, error)) Probe {
+	return func(ctx context.Context) (string, error) {
+		cl, err := newClient()
+		if err != nil {
+			return "", err
+		}
+		defer cl.Close()
+		var errs []error
+		for _, b := range cl.SeedBrokers() {
+			resp, err := b.Request(ctx, kmsg.NewPtrMetadataRequest())
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if m := resp.(*kmsg.MetadataResponse); m.ClusterID != nil {
+				return *m.ClusterID, nil
+			}
+		}
+		return "", fmt.Errorf("no seed named its cluster: %w", errors.Join(errs...))
+	}
+}
+
 // Watcher keeps the cluster id a factory's clients talk to. One Watcher
 // serves every client of a factory, since they share one store.
 type Watcher struct {
 	Store   consistency.Store
 	OnEvent func(Event)
-	// Timeout bounds the metadata requests the watcher makes.
+	// Probe asks the bootstrap servers for their cluster id. Required.
+	Probe Probe
+	// Timeout bounds each check (default 30s); probes are retried within it.
 	Timeout time.Duration
 	// Pin, when set, is the only cluster the clients may talk to; it is the
 	// "before" of every comparison.
@@ -159,6 +194,20 @@ type Watcher struct {
 	gen     uint64        // cluster changes seen
 	pending int           // checks in flight
 	settled chan struct{} // closed when pending drops to zero
+	closed  chan struct{}
+	once    sync.Once
+}
+
+// Close stops checks in flight; the factory calls it when it is done.
+func (w *Watcher) Close() { w.once.Do(func() { close(w.closedCh()) }) }
+
+func (w *Watcher) closedCh() chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed == nil {
+		w.closed = make(chan struct{})
+	}
+	return w.closed
 }
 
 // Generation returns how many cluster changes the watcher has seen.
@@ -195,77 +244,71 @@ func (w *Watcher) Cluster() string {
 	return w.cluster
 }
 
-// Watch learns the cluster id of a new client in the background, so that a
-// later rebootstrap can tell whether the cluster changed.
-func (w *Watcher) Watch(cl *kgo.Client) {
-	go func() {
-		if id := w.ask(cl); id != "" {
-			w.mu.Lock()
-			if w.cluster == "" && w.Pin == "" {
-				w.cluster = id
-			}
-			w.mu.Unlock()
-		}
-	}()
+// Learn records the cluster the clients talk to, unless one is known.
+func (w *Watcher) Learn(id string) {
+	w.mu.Lock()
+	if w.cluster == "" && w.Pin == "" && id != "" {
+		w.cluster = id
+	}
+	w.mu.Unlock()
+}
+
+// Watch learns the cluster id in the background, so that a later check can
+// tell whether the cluster changed.
+func (w *Watcher) Watch() {
+	go func() { w.Learn(w.ask()) }()
 }
 
 // Rebootstrapped is the hook to call from kgo's OnRebootstrapRequired. It
 // returns at once and checks the cluster id in the background, because kgo
 // calls the hook with its own locks held.
-func (w *Watcher) Rebootstrapped(cl *kgo.Client) { w.Check(cl, true) }
+func (w *Watcher) Rebootstrapped() { w.Check(true) }
 
-// Check asks, in the background, which cluster cl reaches now, and reports
-// a change. Clients call it when an error hints at one (a topic id that no
-// longer matches) even without a rebootstrap: franz-go reconnects to a seed
-// without the KIP-1242 check, so a cluster moved behind the bootstrap
-// address is learnt from metadata alone.
-func (w *Watcher) Check(cl *kgo.Client, rebootstrapped bool) {
-	if cl == nil {
-		return
-	}
+// Check asks, in the background, which cluster the bootstrap servers name
+// now, and reports a change. Clients call it when something hints at one
+// even without a rebootstrap (a topic id that stopped matching, a bootstrap
+// server closing the connection of a stamped request): franz-go reconnects
+// to a seed without the KIP-1242 check, so a cluster moved behind the
+// bootstrap address shows only that way.
+func (w *Watcher) Check(rebootstrapped bool) {
 	w.mu.Lock()
 	if w.pending == 0 {
 		w.settled = make(chan struct{})
 	}
 	w.pending++
 	w.mu.Unlock()
-	go w.check(cl, rebootstrapped)
+	go w.check(rebootstrapped)
 }
 
-// ask returns the cluster id cl reaches, or "" if none answered in time.
-func (w *Watcher) ask(cl *kgo.Client) string {
+// ask returns the cluster id the seeds name, or "" if none answered in time.
+func (w *Watcher) ask() string {
+	if w.Probe == nil {
+		return ""
+	}
 	timeout := w.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(cl.Context(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	// Ask until a broker answers: right after a rebootstrap the old
-	// connections are being torn down and the first tries may fail.
-	//
-	// Only the seeds are asked: the bootstrap servers decide which cluster
-	// is the right one, while a discovered broker's address may be the
-	// very misroute being investigated.
-	for ctx.Err() == nil {
-		for _, b := range cl.SeedBrokers() {
-			resp, err := b.Request(ctx, kmsg.NewPtrMetadataRequest())
-			if err != nil {
-				continue
-			}
-			if m := resp.(*kmsg.MetadataResponse); m.ClusterID != nil {
-				return *m.ClusterID
-			}
+	// Right after a rebootstrap the old connections are being torn down,
+	// so the first tries may fail.
+	for {
+		if id, err := w.Probe(ctx); err == nil && id != "" {
+			return id
 		}
 		select {
 		case <-ctx.Done():
+			return ""
+		case <-w.closedCh():
+			return ""
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return ""
 }
 
-func (w *Watcher) check(cl *kgo.Client, rebootstrapped bool) {
-	now := w.ask(cl)
+func (w *Watcher) check(rebootstrapped bool) {
+	now := w.ask()
 	w.mu.Lock()
 	before := w.cluster
 	if w.Pin != "" {
@@ -282,7 +325,7 @@ func (w *Watcher) check(cl *kgo.Client, rebootstrapped bool) {
 			ev.Changed = true
 			// A pinned factory never follows the change, so its tokens
 			// stay valid; otherwise they mean nothing on the new cluster.
-			if w.Pin == "" && w.Store != nil && w.Store.Load().ClusterID() != now {
+			if w.Pin == "" && w.Store != nil && !w.Store.Load().IsUnknown() && w.Store.Load().ClusterID() != now {
 				w.Store.Reset()
 				ev.StoreReset = true
 			}
@@ -290,7 +333,7 @@ func (w *Watcher) check(cl *kgo.Client, rebootstrapped bool) {
 	}
 	w.mu.Unlock()
 	// Report before settling, so that whoever waits in Settle sees the
-	// event's effects (a reset store, purged topics) already in place.
+	// event's effects (a reset store) already in place.
 	if w.OnEvent != nil {
 		w.OnEvent(ev)
 	}

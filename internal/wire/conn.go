@@ -287,6 +287,9 @@ func (c *conn) Read(p []byte) (int, error) {
 			var rerr error
 			n, rerr = c.Conn.Read(p)
 			if n == 0 {
+				if rerr != nil {
+					c.peerClosed()
+				}
 				return 0, rerr
 			}
 			c.pendErr = rerr
@@ -395,13 +398,19 @@ func (c *conn) observe(req *inflight, h *respHeader) error {
 	got := h.state.ClusterID
 	cur := c.i.store.Load()
 	want := cur.ClusterID()
+	pinned := ""
 	if c.i.expected != nil {
-		if pinned := c.i.expected(); pinned != "" {
+		if pinned = c.i.expected(); pinned != "" {
 			want = pinned
 		}
 	}
 	if want != "" && string(got) != want {
-		return c.misroute(want, string(got))
+		if pinned != "" || c.i.adopt == nil || !c.i.adopt(c.addr, string(got)) {
+			return c.misroute(want, string(got))
+		}
+		c.i.store.Reset()
+		c.i.log(kgo.LogLevelWarn, "bootstrap server answers for another cluster; consistency store reset", "addr", c.addr, "from_cluster", want, "to_cluster", string(got))
+		cur = consistency.Unknown()
 	}
 	token := h.state.Token
 	if token < 0 || (!cur.IsUnknown() && token <= cur.Offset()) {
@@ -481,6 +490,30 @@ func (c *conn) fillHold() error {
 	}
 	c.release = body
 	return nil
+}
+
+// peerClosed tells a RejectObserver that the connection ended under a
+// request that carried a token. A KIP-1243 broker closes the connection,
+// without an answer, of a request naming another cluster than its own: when
+// that happens on a bootstrap server, the cluster behind it may have
+// changed.
+func (c *conn) peerClosed() {
+	ro, ok := c.i.observer.(RejectObserver)
+	if !ok || c.rerr != nil {
+		return
+	}
+	c.qmu.Lock()
+	stamped := false
+	for k := 0; k < c.q.n && !stamped; k++ {
+		stamped = c.q.buf[(c.q.head+k)%len(c.q.buf)].sent >= 0
+	}
+	c.qmu.Unlock()
+	if c.haveCur && c.cur.sent >= 0 {
+		stamped = true
+	}
+	if stamped {
+		ro.OnStampRejected(c.addr)
+	}
 }
 
 func (c *conn) fail(err error) {

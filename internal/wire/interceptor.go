@@ -32,6 +32,14 @@ type Observer interface {
 	OnMisroute(addr string, expectedCluster, gotCluster string)
 }
 
+// RejectObserver is an optional extension of Observer: OnStampRejected is
+// called when a broker closed a connection while a request carrying a token
+// awaited its answer. A KIP-1243 broker does that to a request naming
+// another cluster than its own.
+type RejectObserver interface {
+	OnStampRejected(addr string)
+}
+
 // Config configures an [Interceptor].
 type Config struct {
 	// Store is the consistency store every connection reads and advances.
@@ -57,6 +65,13 @@ type Config struct {
 	// A response naming another cluster is a misroute even while the
 	// store is Unknown.
 	ExpectedCluster func() string
+	// Adopt, when not nil and no cluster is pinned, is asked about a
+	// response from a cluster other than the store's. Returning true
+	// resets the store and adopts the new cluster instead of failing the
+	// connection as misrouted: a client that follows its bootstrap servers
+	// to a new cluster (the Java client's behaviour) answers true for
+	// connections to those servers. Adopt is also the notification.
+	Adopt func(addr, cluster string) bool
 }
 
 // Interceptor makes and wraps connections that stamp and read consistency
@@ -70,6 +85,7 @@ type Interceptor struct {
 	logger   kgo.Logger
 	observer Observer
 	expected func() string
+	adopt    func(addr, cluster string) bool
 
 	stamped, read, advanced, misroutes, inconsistent atomic.Uint64
 }
@@ -99,6 +115,7 @@ func New(cfg Config) (*Interceptor, error) {
 		logger:   cfg.Logger,
 		observer: cfg.Observer,
 		expected: cfg.ExpectedCluster,
+		adopt:    cfg.Adopt,
 	}
 	if i.code == 0 {
 		i.code = DefaultInconsistentMetadataCode

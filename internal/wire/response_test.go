@@ -158,12 +158,15 @@ func TestReadMisroute(t *testing.T) {
 		got       string
 		misroute  bool
 		wantStore consistency.Context
+		adopt     bool // the Adopt hook says yes
 	}{
-		{"other cluster than store", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "", "evil", true, consistency.MustOf("abc", 5)},
-		{"other cluster than pin, store unknown", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "abc", "evil", true, consistency.Unknown()},
-		{"pin matches, store unknown", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "abc", "abc", false, consistency.MustOf("abc", 50)},
-		{"no pin, store unknown adopts", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "", "any", false, consistency.MustOf("any", 50)},
-		{"same cluster", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "", "abc", false, consistency.MustOf("abc", 50)},
+		{"other cluster than store", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "", "evil", true, consistency.MustOf("abc", 5), false},
+		{"other cluster than pin, store unknown", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "abc", "evil", true, consistency.Unknown(), false},
+		{"pin matches, store unknown", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "abc", "abc", false, consistency.MustOf("abc", 50), false},
+		{"no pin, store unknown adopts", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "", "any", false, consistency.MustOf("any", 50), false},
+		{"same cluster", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "", "abc", false, consistency.MustOf("abc", 50), false},
+		{"adopted by a bootstrap server", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 90) }, "", "new", false, consistency.MustOf("new", 50), true},
+		{"pin beats adoption", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "abc", "new", true, consistency.MustOf("abc", 5), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}
@@ -171,6 +174,7 @@ func TestReadMisroute(t *testing.T) {
 			c, m, i := newTestConn(t, store, func(cfg *Config) {
 				cfg.Observer = rec
 				cfg.ExpectedCluster = func() string { return tc.pinned }
+				cfg.Adopt = func(string, string) bool { return tc.adopt }
 			})
 			sendRequests(t, c, metadataReq(12))
 			m.in = respFrame(0, stateTags(tc.got, 50), []byte{1})
