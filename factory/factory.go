@@ -308,8 +308,8 @@ func (c *config) validate() ([]kgo.Opt, error) {
 	if c.requestTimeout > 0 {
 		opts = append(opts, kgo.RequestTimeoutOverhead(c.requestTimeout))
 	}
-	if c.retryBackoff > 0 {
-		d := c.retryBackoff
+	if c.retryBackoff != nil {
+		d := *c.retryBackoff
 		opts = append(opts, kgo.RetryBackoffFn(func(int) time.Duration { return d }))
 	}
 	switch c.acks {
@@ -323,8 +323,8 @@ func (c *config) validate() ([]kgo.Opt, error) {
 	if !idem {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
-	if c.linger > 0 {
-		opts = append(opts, kgo.ProducerLinger(c.linger))
+	if c.linger != nil {
+		opts = append(opts, kgo.ProducerLinger(*c.linger))
 	}
 	switch c.compression {
 	case "gzip":

@@ -31,11 +31,11 @@ type config struct {
 	clusterCheck bool
 
 	requestTimeout time.Duration
-	retryBackoff   time.Duration
+	retryBackoff   *time.Duration // nil: franz-go's backoff
 
 	acks           string // "all", "1", "0"
 	idempotence    *bool  // nil: default (true unless acks is not all)
-	linger         time.Duration
+	linger         *time.Duration // nil: franz-go's 10ms
 	compression    string
 	groupID        string
 	autoOffsetRes  string
@@ -132,14 +132,15 @@ func RequestTimeout(d time.Duration) Opt {
 	})
 }
 
-// RetryBackoff sets retry.backoff.ms, the fixed wait between retries.
-// Default: franz-go's jittered exponential backoff (250ms up to 2.5s).
+// RetryBackoff sets retry.backoff.ms, the fixed wait between retries; 0
+// retries at once. Default: franz-go's jittered exponential backoff, from
+// 250ms up to 5s.
 func RetryBackoff(d time.Duration) Opt {
 	return opt(func(c *config) {
 		if d < 0 {
 			c.fail("retry.backoff.ms: %v is negative", d)
 		}
-		c.retryBackoff = d
+		c.retryBackoff = &d
 	})
 }
 
@@ -165,14 +166,14 @@ func Idempotence(enable bool) Opt {
 	return opt(func(c *config) { c.idempotence = &enable })
 }
 
-// Linger sets linger.ms, how long the producer waits to fill a batch.
-// Default 0 (send as soon as possible), as in franz-go.
+// Linger sets linger.ms, how long the producer waits to fill a batch; 0
+// sends as soon as possible. Default: franz-go's 10ms.
 func Linger(d time.Duration) Opt {
 	return opt(func(c *config) {
 		if d < 0 {
 			c.fail("linger.ms: %v is negative", d)
 		}
-		c.linger = d
+		c.linger = &d
 	})
 }
 
@@ -219,26 +220,47 @@ func IsolationLevel(level string) Opt {
 	})
 }
 
-// TLS encrypts connections with cfg (security.protocol SSL or SASL_SSL).
-// The handshake is done by the consistency dialer, since franz-go cannot
-// combine its own TLS dialing with a custom dialer.
-func TLS(cfg *tls.Config) Opt {
+// SecurityProtocol sets security.protocol: PLAINTEXT (default), SSL,
+// SASL_PLAINTEXT or SASL_SSL. TLS and SASL also set it, so it is only
+// needed to say SSL without a custom tls.Config (system roots are used).
+func SecurityProtocol(p string) Opt {
 	return opt(func(c *config) {
-		c.tls = cfg
-		if cfg != nil && !strings.HasSuffix(c.secProt, "SSL") {
-			if strings.HasPrefix(c.secProt, "SASL") {
-				c.secProt = "SASL_SSL"
-			} else {
-				c.secProt = "SSL"
-			}
+		switch v := strings.ToUpper(strings.TrimSpace(p)); v {
+		case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+			c.secProt = v
+		default:
+			c.fail("security.protocol: %q is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL", p)
 		}
 	})
 }
 
-// SASL authenticates with mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+// TLS encrypts connections with cfg: security.protocol becomes SSL, or
+// SASL_SSL with SASL. The handshake is done by the consistency dialer, since
+// franz-go cannot combine its own TLS dialing with a custom dialer.
+func TLS(cfg *tls.Config) Opt {
+	return opt(func(c *config) {
+		c.tls = cfg
+		if cfg == nil {
+			return
+		}
+		if strings.HasPrefix(c.secProt, "SASL") {
+			c.secProt = "SASL_SSL"
+		} else {
+			c.secProt = "SSL"
+		}
+	})
+}
+
+// SASL authenticates with mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512:
+// security.protocol becomes SASL_PLAINTEXT, or SASL_SSL with TLS.
 func SASL(mechanism, username, password string) Opt {
 	return opt(func(c *config) {
 		c.sasl = saslConfig{strings.ToUpper(strings.TrimSpace(mechanism)), username, password}
+		if strings.HasSuffix(c.secProt, "SSL") {
+			c.secProt = "SASL_SSL"
+		} else {
+			c.secProt = "SASL_PLAINTEXT"
+		}
 	})
 }
 

@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"crypto/tls"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kconsist/kconsist/rebootstrap"
 )
@@ -53,10 +55,10 @@ func TestPropertiesEveryKey(t *testing.T) {
 	require.Equal(t, rebootstrap.None, cfg.strategy)
 	require.False(t, cfg.clusterCheck)
 	require.Equal(t, 1500*time.Millisecond, cfg.requestTimeout)
-	require.Equal(t, 20*time.Millisecond, cfg.retryBackoff)
+	require.Equal(t, 20*time.Millisecond, *cfg.retryBackoff)
 	require.Equal(t, "1", cfg.acks)
 	require.False(t, *cfg.idempotence)
-	require.Equal(t, 5*time.Millisecond, cfg.linger)
+	require.Equal(t, 5*time.Millisecond, *cfg.linger)
 	require.Equal(t, "zstd", cfg.compression)
 	require.Equal(t, "g", cfg.groupID)
 	require.Equal(t, "earliest", cfg.autoOffsetRes)
@@ -157,7 +159,8 @@ func TestValidate(t *testing.T) {
 		"no seeds":              {nil, "bootstrap.servers: required"},
 		"idempotence needs all": {[]Opt{BootstrapServers("a:1"), Acks("1"), Idempotence(true)}, "enable.idempotence"},
 		"sasl without mech":     {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.secProt = "SASL_PLAINTEXT" })}, "sasl.mechanism: required"},
-		"sasl without protocol": {[]Opt{BootstrapServers("a:1"), SASL("PLAIN", "u", "p")}, "sasl.mechanism: set"},
+		"sasl without protocol": {[]Opt{BootstrapServers("a:1"), SASL("PLAIN", "u", "p"), SecurityProtocol("PLAINTEXT")}, "sasl.mechanism: set"},
+		"bad protocol option":   {[]Opt{BootstrapServers("a:1"), SecurityProtocol("TLS")}, "security.protocol"},
 		"tls files on plain":    {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.sslCA = "x" })}, "security.protocol"},
 		"missing ca file":       {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.secProt = "SSL"; c.sslCA = "/nonexistent/ca.pem" })}, "ssl.ca.location"},
 		"cert without key":      {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.secProt = "SSL"; c.sslCert = "x" })}, "ssl.key.location"},
@@ -190,4 +193,49 @@ func FuzzParseProperties(f *testing.F) {
 		// Whatever parses must not crash the key table either.
 		_, _ = FromProperties(props)
 	})
+}
+
+// TestGoSecurityOptions: SASL and TLS set security.protocol themselves, in
+// either order, so Go options alone configure every protocol.
+func TestGoSecurityOptions(t *testing.T) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	for name, tc := range map[string]struct {
+		opts []Opt
+		want string
+	}{
+		"sasl":          {[]Opt{SASL("PLAIN", "u", "p")}, "SASL_PLAINTEXT"},
+		"tls":           {[]Opt{TLS(tlsCfg)}, "SSL"},
+		"sasl then tls": {[]Opt{SASL("SCRAM-SHA-256", "u", "p"), TLS(tlsCfg)}, "SASL_SSL"},
+		"tls then sasl": {[]Opt{TLS(tlsCfg), SASL("SCRAM-SHA-512", "u", "p")}, "SASL_SSL"},
+		"explicit ssl":  {[]Opt{SecurityProtocol("ssl")}, "SSL"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, err := New(nil, append([]Opt{BootstrapServers("127.0.0.1:1")}, tc.opts...)...)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, f.base.secProt)
+		})
+	}
+}
+
+// TestZeroDurationsApply: linger.ms=0 and retry.backoff.ms=0 are real
+// settings, not "use the default".
+func TestZeroDurationsApply(t *testing.T) {
+	cfg := apply(t, map[string]string{"bootstrap.servers": "a:1", "linger.ms": "0", "retry.backoff.ms": "0"})
+	require.NotNil(t, cfg.linger)
+	require.Zero(t, *cfg.linger)
+	require.NotNil(t, cfg.retryBackoff)
+	kopts, err := cfg.validate()
+	require.NoError(t, err)
+	cl, err := kgo.NewClient(kopts...)
+	require.NoError(t, err)
+	defer cl.Close()
+	require.Equal(t, time.Duration(0), cl.OptValue(kgo.ProducerLinger))
+	def := defaultConfig()
+	def.seeds = []string{"a:1"}
+	kopts, err = def.validate()
+	require.NoError(t, err)
+	cl2, err := kgo.NewClient(kopts...)
+	require.NoError(t, err)
+	defer cl2.Close()
+	require.Equal(t, 10*time.Millisecond, cl2.OptValue(kgo.ProducerLinger), "the default is franz-go's")
 }
