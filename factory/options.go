@@ -33,8 +33,8 @@ type config struct {
 	requestTimeout time.Duration
 	retryBackoff   *time.Duration // nil: franz-go's backoff
 
-	acks           string // "all", "1", "0"
-	idempotence    *bool  // nil: default (true unless acks is not all)
+	acks           string         // "all", "1", "0"
+	idempotence    *bool          // nil: default (true unless acks is not all)
 	linger         *time.Duration // nil: franz-go's 10ms
 	compression    string
 	groupID        string

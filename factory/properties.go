@@ -104,7 +104,7 @@ var properties = map[string]property{
 	"group.id":                      stringProperty("group.id", GroupID),
 	"auto.offset.reset":             enumProperty("auto.offset.reset", []string{"earliest", "latest", "none"}, AutoOffsetReset),
 	"isolation.level":               enumProperty("isolation.level", []string{"read_uncommitted", "read_committed"}, IsolationLevel),
-	"security.protocol": enumProperty("security.protocol", []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, SecurityProtocol),
+	"security.protocol":             enumProperty("security.protocol", []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, SecurityProtocol),
 	// Only the mechanism: the protocol comes from security.protocol, which
 	// properties always name, and keys are applied in sorted order.
 	"sasl.mechanism": enumProperty("sasl.mechanism", []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, func(s string) Opt {
