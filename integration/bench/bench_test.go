@@ -126,9 +126,9 @@ func cells(t *testing.T, doc, prefix string) []string {
 	return nil
 }
 
-var number = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?`)
+var number = regexp.MustCompile(`-?[0-9]+(\.[0-9]+)?`)
 
-// leading parses the number a cell starts with.
+// leading parses the first number in a cell.
 func leading(t *testing.T, cell string) float64 {
 	t.Helper()
 	m := number.FindString(cell)

@@ -48,10 +48,10 @@ type plan struct {
 
 func planFor(quick bool) plan {
 	p := plan{
-		overhead: overheadConfig{Rounds: 10, Records: 20000, Latencies: 300, ValueSize: 1024},
-		kafka:    overheadConfig{Rounds: 6, Records: 10000, Latencies: 200, ValueSize: 1024},
-		ryw:      rywConfig{Lags: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}, Trials: 30, Timeout: 10 * time.Second},
-		misroute: misrouteConfig{Trials: 20, Timeout: 15 * time.Second},
+		overhead: overheadConfig{Rounds: 30, Records: 50000, Latencies: 300, ValueSize: 1024},
+		kafka:    overheadConfig{Rounds: 20, Records: 20000, Latencies: 200, ValueSize: 1024},
+		ryw:      rywConfig{Lags: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}, Trials: 50, Timeout: 10 * time.Second},
+		misroute: misrouteConfig{Trials: 30, Timeout: 15 * time.Second},
 	}
 	if quick {
 		p.overhead = overheadConfig{Rounds: 2, Records: 2000, Latencies: 50, ValueSize: 1024}

@@ -35,8 +35,9 @@ type overheadConfig struct {
 type overheadResult struct {
 	Where   string
 	Cfg     overheadConfig
-	Tput    [2][]float64 // records/s, one per round
-	Lat     [2][]float64 // every latency sample, ms
+	Tput    [2][]float64   // records/s, one per round
+	Lat     [2][]float64   // every latency sample, ms
+	LatR    [2][][]float64 // the latency samples of each round
 	RoundP  [2][][2]float64
 	Errors  [2]int
 	Elapsed time.Duration
@@ -171,6 +172,7 @@ func runOverhead(ctx context.Context, where string, addrs []string, topic string
 			lat, errs := s[v].latencies(ctx, cfg.Latencies, value)
 			res.Errors[v] += errs
 			res.Lat[v] = append(res.Lat[v], lat...)
+			res.LatR[v] = append(res.LatR[v], lat)
 			res.RoundP[v] = append(res.RoundP[v], [2]float64{quantile(lat, 0.5), quantile(lat, 0.99)})
 		}
 		logf("overhead %s round %d/%d: factory %.0f rec/s p99 %.2fms, plain %.0f rec/s p99 %.2fms", where, r+1, cfg.Rounds,
@@ -199,4 +201,36 @@ func (r *overheadResult) p99Ratios() []float64 {
 
 func (r *overheadResult) p50Ratios() []float64 {
 	return r.ratios(func(v, i int) float64 { return r.RoundP[v][i][0] })
+}
+
+// tputCI is a 95% bootstrap interval (rounds resampled) of the median
+// per-round throughput ratio.
+func (r *overheadResult) tputCI() (lo, hi float64) {
+	ratios := r.tputRatios()
+	return bootstrapCI(len(ratios), func(idx []int) float64 {
+		xs := make([]float64, len(idx))
+		for i, j := range idx {
+			xs[i] = ratios[j]
+		}
+		return quantile(xs, 0.5)
+	})
+}
+
+// pooledRatio is quantile q of the factory's pooled samples over plain's.
+func (r *overheadResult) pooledRatio(q float64) float64 {
+	return quantile(r.Lat[vFactory], q) / quantile(r.Lat[vPlain], q)
+}
+
+// pooledCI is a 95% bootstrap interval of pooledRatio(q), resampling whole
+// rounds (both clients' samples of a round go together, as they shared
+// the machine's state).
+func (r *overheadResult) pooledCI(q float64) (lo, hi float64) {
+	return bootstrapCI(len(r.LatR[vFactory]), func(idx []int) float64 {
+		var a, b []float64
+		for _, j := range idx {
+			a = append(a, r.LatR[vFactory][j]...)
+			b = append(b, r.LatR[vPlain][j]...)
+		}
+		return quantile(a, q) / quantile(b, q)
+	})
 }

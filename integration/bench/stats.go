@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -39,4 +40,39 @@ func durationsMs(ds []time.Duration) []float64 {
 		out[i] = ms(d)
 	}
 	return out
+}
+
+// bootstrapCI returns a 95% percentile bootstrap interval of stat over n
+// units (rounds): stat gets the indices of a resample with replacement.
+// The generator is seeded, so a report is reproducible from its data.
+func bootstrapCI(n int, stat func(idx []int) float64) (lo, hi float64) {
+	if n == 0 {
+		return math.NaN(), math.NaN()
+	}
+	rng := rand.New(rand.NewPCG(1243, 1242))
+	const resamples = 1000
+	vals := make([]float64, resamples)
+	idx := make([]int, n)
+	for b := range vals {
+		for i := range idx {
+			idx[i] = rng.IntN(n)
+		}
+		vals[b] = stat(idx)
+	}
+	return quantile(vals, 0.025), quantile(vals, 0.975)
+}
+
+// verdict judges an interval against a target: met when all of it is on
+// the right side, missed when all of it is on the wrong side, else the run
+// cannot tell.
+func verdict(lo, hi, target float64, higherIsBetter bool) string {
+	switch {
+	case math.IsNaN(lo) || math.IsNaN(hi):
+		return "–"
+	case higherIsBetter && lo >= target, !higherIsBetter && hi <= target:
+		return "**met**"
+	case higherIsBetter && hi < target, !higherIsBetter && lo > target:
+		return "**missed**"
+	}
+	return "**not decided** (interval spans the target)"
 }
