@@ -56,14 +56,21 @@ func (q *inflights) pop() {
 // inspection; larger frames (only fetches come close) pass uninspected.
 const maxHeldFrame = 64 << 20
 
-// conn intercepts one broker connection. Writes and reads run on different
-// goroutines, each under its own mutex; the in-flight FIFO has a third.
+// conn intercepts one broker connection.
+//
+// Like a bufio.Reader and a bufio.Writer over one socket, it serves one
+// writing and one reading goroutine: Write must not be called concurrently
+// with Write, nor Read with Read. A frame protocol cannot interleave
+// concurrent writers anyway, and kgo writes each connection's requests from
+// one goroutine and reads its responses from another (its connection setup
+// runs before either starts). The two sides meet only in the in-flight
+// FIFO, which has its own mutex; Close and deadlines go to the socket and
+// are safe from anywhere.
 type conn struct {
 	net.Conn
 	i    *Interceptor
 	addr string
 
-	wmu       sync.Mutex
 	wh        reqHeader
 	wpend     []byte // header bytes held while a header spans writes
 	winHeader bool   // wpend holds an incomplete header
@@ -77,7 +84,6 @@ type conn struct {
 	qmu sync.Mutex
 	q   inflights
 
-	rmu     sync.Mutex
 	rh      respHeader
 	cur     inflight // the request the frame being parsed answers
 	haveCur bool
@@ -103,8 +109,6 @@ func newConn(i *Interceptor, c net.Conn, addr string) *conn {
 // the rewritten headers and the untouched bodies with one writev per frame.
 // Frames may span writes and one write may carry several frames.
 func (c *conn) Write(p []byte) (int, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	total := len(p)
 	c.out = c.out[:0]
 	for len(p) > 0 {
@@ -250,8 +254,6 @@ func tagData(f []byte) []byte {
 // p and scanned there; only a header split across reads is copied, and only
 // a frame that may carry INCONSISTENT_METADATA is held back whole.
 func (c *conn) Read(p []byte) (int, error) {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
 	for {
 		if len(c.release) > 0 {
 			n := copy(p, c.release)
