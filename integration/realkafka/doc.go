@@ -1,0 +1,17 @@
+// Package realkafka tests the kconsist SDK (factory, admin, producer and
+// consumer) against real Apache Kafka 4.4 brokers started by
+// integration/kafkatest. It holds tests only.
+//
+//   - TestSingleNodeClusters runs two single-node clusters, A behind a
+//     switchable kafkatest.Forwarder and B, and shares them between
+//     subtests: Compatibility (stamping on and off: Kafka 4.4 ignores the
+//     KIP-1243 request header tag and never returns a token) and KIP1242
+//     (a misrouted connection through the factory, with the cluster check
+//     on and off).
+//   - TestFaults runs three nodes: a broker killed with SIGKILL while an
+//     idempotent factory producer sends 50,000 records, then a consumer
+//     group of two factory consumers through two rebalances.
+//
+// Java 17+ (and Maven, unless KAFKA_HOME is set) must be installed; see
+// package kafkatest. `go test -short` skips every test here.
+package realkafka
