@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/producer"
@@ -98,7 +100,9 @@ func TestClusterChangeFollowed(t *testing.T) {
 }
 
 // TestClusterChangePinned: with PinCluster, a change fails the records in
-// flight with an error naming both clusters, and nothing is written to B.
+// flight with an error naming both clusters, at once (franz-go's default
+// delivery timeout is unbounded), and no produce request reaches B: the
+// only thing B is asked is Metadata, whose cluster id the pin rejects.
 func TestClusterChangePinned(t *testing.T) {
 	ctx := testCtx(t)
 	port := freePort(t)
@@ -115,8 +119,15 @@ func TestClusterChangePinned(t *testing.T) {
 
 	a.Close()
 	b := startOnPort(t, "cluster-b", port)
+	var produces atomic.Int32
+	b.ControlKey(0, func(kmsg.Request) (kmsg.Response, error, bool) {
+		b.KeepControl()
+		produces.Add(1)
+		return nil, nil, false
+	})
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "b"})
 	require.ErrorIs(t, err, rebootstrap.ErrClusterChanged)
+	require.Zero(t, produces.Load(), "no produce request reached cluster B")
 	require.ErrorContains(t, err, `"cluster-a"`)
 	require.ErrorContains(t, err, `"cluster-b"`)
 	require.Equal(t, int64(0), endOffset(ctx, t, b.ListenAddrs()[0], "t"))

@@ -96,10 +96,11 @@ func (c *config) emit(ev Event) {
 
 // wireObserver turns wire-layer callbacks into events.
 type wireObserver struct {
-	f     *Factory
-	o     Observer
-	log   *slog.Logger
-	seeds map[string]bool
+	f      *Factory
+	o      Observer
+	log    *slog.Logger
+	seeds  map[string]bool
+	pinned bool
 }
 
 // OnStampRejected: a bootstrap server closed the connection of a stamped
@@ -126,6 +127,11 @@ func (w *wireObserver) OnInconsistentMetadata(addr string, key int16, sent, at i
 }
 
 func (w *wireObserver) OnMisroute(addr, expected, got string) {
+	if w.pinned {
+		// The pinned cluster may be gone from behind the bootstrap
+		// servers; find out, so that waiting records fail.
+		w.f.watcher.Check(false)
+	}
 	w.cfg().emit(Event{Kind: EventMisroute, Addr: addr, From: expected, To: got})
 }
 

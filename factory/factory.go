@@ -175,7 +175,7 @@ func (f *Factory) newKgo(cfg config, store consistency.Store, extra []kgo.Opt, s
 		Logger:                   kgoLogger(cfg.logger),
 	}
 	if shared {
-		wcfg.Observer = &wireObserver{f: f, o: cfg.observer, log: cfg.logger, seeds: seedSet(cfg.seeds)}
+		wcfg.Observer = &wireObserver{f: f, o: cfg.observer, log: cfg.logger, seeds: seedSet(cfg.seeds), pinned: cfg.pin != ""}
 		wcfg.ExpectedCluster = f.expected(cfg.pin)
 		wcfg.Adopt = f.adopt(cfg)
 	}

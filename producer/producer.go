@@ -70,6 +70,8 @@ type ClusterWatch interface {
 	// (Settle waits for it); rebootstrapped is false when no rebootstrap
 	// prompted it.
 	Check(rebootstrapped bool)
+	// OnChange calls fn after each cluster change, until cancel.
+	OnChange(fn func()) (cancel func())
 }
 
 // Follow configures how a producer reacts to cluster changes; the factory
@@ -95,9 +97,11 @@ type Producer[K, V any] struct {
 	values Serializer[V]
 	follow Follow
 
-	mu  sync.Mutex
-	cl  *kgo.Client
-	gen uint64 // cluster generation cl was made for
+	mu     sync.Mutex
+	cl     *kgo.Client
+	gen    uint64 // cluster generation cl was made for
+	topics sync.Map
+	cancel func()
 }
 
 // New wraps cl, a client made by a factory. Most users call
@@ -108,12 +112,30 @@ func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Pr
 
 // WithFollow makes p react to cluster changes as f says. The factory calls
 // it before p is used.
+//
+// A pinned producer whose client cannot reach its cluster any more would
+// keep records buffered until their delivery timeout (franz-go's default
+// has none): on a change it purges its topics from the client, which fails
+// the records at once, and they are reported as ClusterChangedError.
 func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
 	p.follow = f
 	if f.Watch != nil {
 		p.gen = f.Watch.Generation()
+		if f.Pinned {
+			p.cancel = f.Watch.OnChange(p.failBuffered)
+		}
 	}
 	return p
+}
+
+// failBuffered fails every record the current client still holds.
+func (p *Producer[K, V]) failBuffered() {
+	var topics []string
+	p.topics.Range(func(k, _ any) bool {
+		topics = append(topics, k.(string))
+		return true
+	})
+	p.Kgo().PurgeTopicsFromClient(topics...)
 }
 
 // Kgo returns the current underlying franz-go client.
@@ -186,6 +208,11 @@ func (p *Producer[K, V]) send(ctx context.Context, kr *kgo.Record, done func(Res
 	p.mu.Lock()
 	cl, gen := p.cl, p.gen
 	p.mu.Unlock()
+	if p.follow.Pinned {
+		if _, ok := p.topics.Load(kr.Topic); !ok {
+			p.topics.Store(kr.Topic, struct{}{})
+		}
+	}
 	var inc0 uint64
 	if p.follow.Inconsistent != nil {
 		inc0 = p.follow.Inconsistent()
@@ -262,6 +289,9 @@ func (p *Producer[K, V]) Flush(ctx context.Context) error { return p.Kgo().Flush
 // Close flushes (bounded by ctx) and closes the producer. Records still
 // buffered when ctx ends fail with an error.
 func (p *Producer[K, V]) Close(ctx context.Context) error {
+	if p.cancel != nil {
+		p.cancel()
+	}
 	cl := p.Kgo()
 	err := cl.Flush(ctx)
 	cl.Close()

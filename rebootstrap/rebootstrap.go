@@ -196,6 +196,24 @@ type Watcher struct {
 	settled chan struct{} // closed when pending drops to zero
 	closed  chan struct{}
 	once    sync.Once
+	subs    map[*func()]struct{}
+}
+
+// OnChange calls fn (on the watcher's goroutine) after each cluster change
+// it detects, until cancel is called.
+func (w *Watcher) OnChange(fn func()) (cancel func()) {
+	key := &fn
+	w.mu.Lock()
+	if w.subs == nil {
+		w.subs = map[*func()]struct{}{}
+	}
+	w.subs[key] = struct{}{}
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		delete(w.subs, key)
+		w.mu.Unlock()
+	}
 }
 
 // Close stops checks in flight; the factory calls it when it is done.
@@ -331,11 +349,20 @@ func (w *Watcher) check(rebootstrapped bool) {
 			}
 		}
 	}
+	var subs []func()
+	if ev.Changed {
+		for fn := range w.subs {
+			subs = append(subs, *fn)
+		}
+	}
 	w.mu.Unlock()
 	// Report before settling, so that whoever waits in Settle sees the
-	// event's effects (a reset store) already in place.
+	// event's effects (a reset store, failed records) already in place.
 	if w.OnEvent != nil {
 		w.OnEvent(ev)
+	}
+	for _, fn := range subs {
+		fn()
 	}
 	w.mu.Lock()
 	w.pending--

@@ -457,6 +457,9 @@ func (c *conn) shouldHold(req *inflight, h *respHeader) bool {
 	if req.key == apiVersionsKey {
 		return c.rbody >= 2 && c.rbody <= maxHeldFrame
 	}
+	if req.key == metadataKey && c.pinned() != "" {
+		return c.rbody > 0 && c.rbody <= maxHeldFrame
+	}
 	return req.sent >= 0 && h.hasState && h.state.Token >= 0 && h.state.Token < req.sent &&
 		c.rbody > 0 && c.rbody <= maxHeldFrame && kmsg.ResponseForKey(req.key) != nil
 }
@@ -492,6 +495,14 @@ func (c *conn) fillHold() error {
 	}
 	c.release = body
 	return nil
+}
+
+// pinned returns the cluster the interceptor is pinned to, or "".
+func (c *conn) pinned() string {
+	if c.i.expected == nil {
+		return ""
+	}
+	return c.i.expected()
 }
 
 // peerClosed tells a RejectObserver that the connection ended under a

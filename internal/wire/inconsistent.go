@@ -62,6 +62,13 @@ func (c *conn) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error
 	if err := resp.ReadFrom(body); err != nil {
 		return body, nil // not a body kmsg reads: kgo reports that itself
 	}
+	if m, ok := resp.(*kmsg.MetadataResponse); ok && m.ClusterID != nil {
+		// A pinned client checks every Metadata answer, KIP-1243 or not:
+		// a broker of another cluster must not teach it partition leaders.
+		if pin := c.pinned(); pin != "" && *m.ClusterID != pin {
+			return nil, c.misroute(pin, *m.ClusterID)
+		}
+	}
 	v := reflect.ValueOf(resp)
 	if !rewriteCodes(v, c.i.code, 0) {
 		return body, nil
@@ -124,6 +131,7 @@ func rewriteCodes(v reflect.Value, code, to int16) bool {
 }
 
 const (
+	metadataKey           = 3
 	inconsistentClusterID = 104 // INCONSISTENT_CLUSTER_ID
 	rebootstrapRequired   = 129 // REBOOTSTRAP_REQUIRED
 )

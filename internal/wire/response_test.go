@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/stretchr/testify/require"
 	"io"
 	"testing"
 
@@ -304,5 +305,45 @@ func TestProduceRetryCodeIsNotEnoughReplicas(t *testing.T) {
 	err := kerr.ErrorForCode(produceRetryCode)
 	if err != kerr.NotEnoughReplicas || !kerr.IsRetriable(err) {
 		t.Fatalf("produceRetryCode %d is %v", produceRetryCode, err)
+	}
+}
+
+// TestReadPinnedMetadata: a pinned interceptor reads the cluster id of every
+// Metadata answer, with or without KIP-1243 tags, and fails the connection
+// when it names another cluster; other answers and the right cluster pass.
+func TestReadPinnedMetadata(t *testing.T) {
+	body := func(cluster string) []byte {
+		r := kmsg.NewPtrMetadataResponse()
+		r.Version = 12
+		r.ClusterID = kmsg.StringPtr(cluster)
+		return r.AppendTo(nil)
+	}
+	for _, tc := range []struct {
+		name, pin, got string
+		misroute       bool
+	}{
+		{"pinned, other cluster", "abc", "evil", true},
+		{"pinned, same cluster", "abc", "abc", false},
+		{"not pinned", "", "evil", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := consistency.NewMemoryStore()
+			c, m, i := newTestConn(t, store, func(cfg *Config) {
+				cfg.ExpectedCluster = func() string { return tc.pin }
+			})
+			sendRequests(t, c, metadataReq(12))
+			frame := respFrame(0, []byte{0}, body(tc.got)) // no tag 0: a broker without KIP-1243
+			m.in = frame
+			out, err := readAll(c, 4096)
+			if tc.misroute {
+				require.ErrorIs(t, err, ErrMisroute)
+				require.NotContains(t, string(out), tc.got, "kgo never sees the other cluster's answer")
+				require.Less(t, len(out), len(frame))
+				require.Equal(t, uint64(1), i.Stats().Misroutes)
+				return
+			}
+			require.ErrorIs(t, err, io.EOF)
+			require.Equal(t, frame, out, "the answer passes unchanged")
+		})
 	}
 }
