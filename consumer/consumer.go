@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -75,10 +76,76 @@ func (e *FetchError) Unwrap() error { return e.Err }
 // Consumer consumes records with K keys and V values. Poll is meant for one
 // goroutine; the other methods are safe for concurrent use.
 type Consumer[K, V any] struct {
-	cl     *kgo.Client
 	keys   Deserializer[K]
 	values Deserializer[V]
 	group  bool
+
+	mu       sync.Mutex
+	cl       *kgo.Client
+	assigned map[string]map[int32]kgo.Offset
+	changed  error // sticky: the pinned cluster is gone
+	cancel   func()
+}
+
+// ClusterWatch reports cluster changes behind the bootstrap servers; the
+// factory provides it.
+type ClusterWatch interface {
+	OnChange(fn func()) (cancel func())
+}
+
+// Follow configures how a consumer reacts to a cluster change.
+type Follow struct {
+	Watch ClusterWatch
+	// Pinned consumers stop: Poll returns Changed() from then on.
+	Pinned  bool
+	Changed func() error
+	// NewClient makes the client that takes over after a change: franz-go
+	// stops consuming a topic whose id changed, and offsets of one cluster
+	// mean nothing in another, so a consumer that follows starts afresh
+	// (auto.offset.reset decides where, in its group or its assignment).
+	NewClient func() (*kgo.Client, error)
+}
+
+// WithFollow makes c react to cluster changes as f says. The factory calls
+// it before c is used.
+func (c *Consumer[K, V]) WithFollow(f Follow) *Consumer[K, V] {
+	if f.Watch != nil {
+		c.cancel = f.Watch.OnChange(func() { c.followChange(f) })
+	}
+	return c
+}
+
+func (c *Consumer[K, V]) followChange(f Follow) {
+	if f.Pinned {
+		// Nothing of the pinned cluster is reachable any more: close the
+		// client, which also wakes a Poll that waits for records.
+		c.mu.Lock()
+		c.changed = f.Changed()
+		cl := c.cl
+		c.mu.Unlock()
+		go cl.Close()
+		return
+	}
+	next, err := f.NewClient()
+	c.mu.Lock()
+	if err != nil {
+		c.changed = fmt.Errorf("consumer: follow the cluster change: %w", err)
+		c.mu.Unlock()
+		return
+	}
+	old := c.cl
+	c.cl = next
+	if len(c.assigned) > 0 {
+		next.AddConsumePartitions(c.assigned)
+	}
+	c.mu.Unlock()
+	go old.Close() // its group and cluster are gone; do not wait for them
+}
+
+func (c *Consumer[K, V]) client() (*kgo.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cl, c.changed
 }
 
 // New wraps cl, a client made by a factory; group says whether it consumes
@@ -88,13 +155,29 @@ func New[K, V any](cl *kgo.Client, keys Deserializer[K], values Deserializer[V],
 }
 
 // Kgo returns the underlying franz-go client.
-func (c *Consumer[K, V]) Kgo() *kgo.Client { return c.cl }
+func (c *Consumer[K, V]) Kgo() *kgo.Client {
+	cl, _ := c.client()
+	return cl
+}
 
 // Assign adds partitions to consume directly, outside any group, starting at
 // the given offsets (kgo.NewOffset().AtStart(), .At(n), ...).
 func (c *Consumer[K, V]) Assign(partitions map[string]map[int32]kgo.Offset) error {
 	if c.group {
 		return errors.New("consumer: Assign on a group consumer; partitions come from the group")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.assigned == nil {
+		c.assigned = map[string]map[int32]kgo.Offset{}
+	}
+	for t, ps := range partitions {
+		if c.assigned[t] == nil {
+			c.assigned[t] = map[int32]kgo.Offset{}
+		}
+		for p, o := range ps {
+			c.assigned[t][p] = o
+		}
 	}
 	c.cl.AddConsumePartitions(partitions)
 	return nil
@@ -106,8 +189,15 @@ func (c *Consumer[K, V]) Assign(partitions map[string]map[int32]kgo.Offset) erro
 // returned alongside it. When ctx ends with nothing fetched, Poll returns
 // ctx's error.
 func (c *Consumer[K, V]) Poll(ctx context.Context, max int) ([]Record[K, V], error) {
-	fs := c.cl.PollRecords(ctx, max)
+	cl, changed := c.client()
+	if changed != nil {
+		return nil, changed
+	}
+	fs := cl.PollRecords(ctx, max)
 	if fs.IsClientClosed() {
+		if _, changed := c.client(); changed != nil {
+			return nil, changed
+		}
 		return nil, kgo.ErrClientClosed
 	}
 	var errs []error
@@ -150,8 +240,13 @@ func (c *Consumer[K, V]) Commit(ctx context.Context) error {
 	if !c.group {
 		return errors.New("consumer: Commit needs a group (set group.id)")
 	}
-	return c.cl.CommitUncommittedOffsets(ctx)
+	return c.Kgo().CommitUncommittedOffsets(ctx)
 }
 
 // Close leaves the group (committing what was polled) and closes the client.
-func (c *Consumer[K, V]) Close() { c.cl.Close() }
+func (c *Consumer[K, V]) Close() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.Kgo().Close()
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/producer"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
@@ -81,6 +82,10 @@ func TestClusterChangeFollowed(t *testing.T) {
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
 	require.NoError(t, err)
 	waitFor(ctx, t, "the cluster id", func() bool { return f.watcher.Cluster() == "cluster-a" })
+	c, err := NewConsumer(f, consumer.String(), consumer.String(), []string{"t"}, GroupID("g"), AutoOffsetReset("earliest"))
+	require.NoError(t, err)
+	defer c.Close()
+	require.Equal(t, []string{"a"}, pollValues(ctx, t, c, 1))
 
 	a.Close()
 	b := startOnPort(t, "cluster-b", port)
@@ -93,6 +98,7 @@ func TestClusterChangeFollowed(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, int64(5), endOffset(ctx, t, b.ListenAddrs()[0], "t"), "every record lands in B once")
+	require.ElementsMatch(t, []string{"b0", "b1", "b2", "b3", "b4"}, pollValues(ctx, t, c, 5), "the consumer follows to B")
 	require.True(t, store.Load().IsUnknown(), "cluster A's token was dropped: %v", store.Load())
 	require.True(t, events.has(EventClusterChanged))
 	require.True(t, events.has(EventStoreReset))
@@ -131,4 +137,43 @@ func TestClusterChangePinned(t *testing.T) {
 	require.ErrorContains(t, err, `"cluster-a"`)
 	require.ErrorContains(t, err, `"cluster-b"`)
 	require.Equal(t, int64(0), endOffset(ctx, t, b.ListenAddrs()[0], "t"))
+}
+
+// pollValues polls c until it has n values.
+func pollValues(ctx context.Context, t *testing.T, c *consumer.Consumer[string, string], n int) []string {
+	t.Helper()
+	var got []string
+	for len(got) < n {
+		recs, err := c.Poll(ctx, 0)
+		require.NoError(t, err)
+		for _, r := range recs {
+			got = append(got, r.Value)
+		}
+	}
+	return got
+}
+
+// TestClusterChangePinnedConsumer: a pinned consumer stops with an error
+// naming both clusters once the change is seen.
+func TestClusterChangePinnedConsumer(t *testing.T) {
+	ctx := testCtx(t)
+	port := freePort(t)
+	a := startOnPort(t, "cluster-a", port)
+	f, err := New(nil, BootstrapServers(a.ListenAddrs()[0]), PinCluster("cluster-a"), RetryBackoff(20*time.Millisecond))
+	require.NoError(t, err)
+	defer f.Close()
+	c, err := NewConsumer(f, consumer.String(), consumer.String(), []string{"t"})
+	require.NoError(t, err)
+	defer c.Close()
+	a.Close()
+	startOnPort(t, "cluster-b", port)
+	f.watcher.Check(false) // what a misroute or a failed record would start
+	for {
+		_, err := c.Poll(ctx, 0)
+		if err != nil {
+			require.ErrorIs(t, err, rebootstrap.ErrClusterChanged)
+			require.ErrorContains(t, err, `"cluster-b"`)
+			return
+		}
+	}
 }

@@ -134,7 +134,17 @@ func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values con
 	if err != nil {
 		return nil, err
 	}
-	return consumer.New(cl, keys, values, cfg.groupID != ""), nil
+	return consumer.New(cl, keys, values, cfg.groupID != "").WithFollow(consumer.Follow{
+		Watch:  f.watcher,
+		Pinned: cfg.pin != "",
+		Changed: func() error {
+			return &rebootstrap.ClusterChangedError{From: cfg.pin, To: f.watcher.Cluster()}
+		},
+		NewClient: func() (*kgo.Client, error) {
+			cl, _, err := f.client(opts, extra)
+			return cl, err
+		},
+	}), nil
 }
 
 // KgoClient returns a bare franz-go client that shares the factory's store,
