@@ -122,15 +122,11 @@ type judged struct {
 	matches []int // versions whose state matches the view
 }
 
-// floor is the oldest version the read can be said to have observed: the
-// oldest match it was allowed to show, or, for a stale read, its oldest
-// match at all.
+// floor is the oldest version the read may have observed: its oldest
+// match no later than the writes that had started when it ended. A view
+// that matches several versions (a config value two writes left alone)
+// counts as the oldest, so monotonic reads blame only what is certain.
 func (j judged) floor() (int, bool) {
-	for _, k := range j.matches {
-		if k >= j.lo && k <= j.hi {
-			return k, true
-		}
-	}
 	if len(j.matches) > 0 && j.matches[0] <= j.hi {
 		return j.matches[0], true
 	}

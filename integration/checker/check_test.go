@@ -210,3 +210,14 @@ func TestCheckRecordHistories(t *testing.T) {
 		})
 	}
 }
+
+// TestMonotonicBlamesOnlyCertainOrder: a view that matches an old and a new
+// version does not prove the client saw the new one.
+func TestMonotonicBlamesOnlyCertainOrder(t *testing.T) {
+	h := history(write(CreateTopic, "admin-0", 0, 10, "t", 2, "a"),
+		write(CreatePartitions, "admin-0", 20, 30, "t", 3, ""),
+		read("admin-1", 40, 50, withConfig("t", "a")), // version 1 or 2
+		read("admin-1", 60, 70, present("t", 2)))      // version 1: stale
+	rep := Check(h)
+	require.Equal(t, map[Rule]int{ReadYourWrites: 1}, rules(rep), "%v", rep.Violations)
+}
