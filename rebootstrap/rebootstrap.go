@@ -162,8 +162,12 @@ func SeedProbe(newClient func() (*kgo.Client, error)) Probe {
 		}
 		defer cl.Close()
 		var errs []error
+		// No topics: only the cluster id is wanted, and a lagging broker's
+		// topic list must not even look like a read.
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
 		for _, b := range cl.SeedBrokers() {
-			resp, err := b.Request(ctx, kmsg.NewPtrMetadataRequest())
+			resp, err := b.Request(ctx, req)
 			if err != nil {
 				errs = append(errs, err)
 				continue
