@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -97,17 +98,25 @@ type Producer[K, V any] struct {
 	values Serializer[V]
 	follow Follow
 
-	mu     sync.Mutex
-	cl     *kgo.Client
-	gen    uint64 // cluster generation cl was made for
+	cur    atomic.Pointer[current] // read on every record
+	mu     sync.Mutex              // serializes replacing cur
 	topics sync.Map
 	cancel func()
+}
+
+// current is the client records go to and the cluster generation it was
+// made for.
+type current struct {
+	cl  *kgo.Client
+	gen uint64
 }
 
 // New wraps cl, a client made by a factory. Most users call
 // factory.NewProducer.
 func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
-	return &Producer[K, V]{cl: cl, keys: keys, values: values}
+	p := &Producer[K, V]{keys: keys, values: values}
+	p.cur.Store(&current{cl: cl})
+	return p
 }
 
 // WithFollow makes p react to cluster changes as f says. The factory calls
@@ -120,7 +129,7 @@ func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Pr
 func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
 	p.follow = f
 	if f.Watch != nil {
-		p.gen = f.Watch.Generation()
+		p.cur.Store(&current{cl: p.cur.Load().cl, gen: f.Watch.Generation()})
 		if f.Pinned {
 			p.cancel = f.Watch.OnChange(p.failBuffered)
 		}
@@ -140,9 +149,7 @@ func (p *Producer[K, V]) failBuffered() {
 
 // Kgo returns the current underlying franz-go client.
 func (p *Producer[K, V]) Kgo() *kgo.Client {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cl
+	return p.cur.Load().cl
 }
 
 func (p *Producer[K, V]) record(r Record[K, V]) (*kgo.Record, error) {
@@ -205,9 +212,8 @@ func (p *Producer[K, V]) ProduceAsync(ctx context.Context, r Record[K, V], done 
 // send produces kr on the current client and calls done once with the final
 // outcome.
 func (p *Producer[K, V]) send(ctx context.Context, kr *kgo.Record, done func(Result, error)) {
-	p.mu.Lock()
-	cl, gen := p.cl, p.gen
-	p.mu.Unlock()
+	c := p.cur.Load()
+	cl, gen := c.cl, c.gen
 	if p.follow.Pinned {
 		if _, ok := p.topics.Load(kr.Topic); !ok {
 			p.topics.Store(kr.Topic, struct{}{})
@@ -245,9 +251,7 @@ func (p *Producer[K, V]) afterFailure(ctx context.Context, kr *kgo.Record, cl *k
 		p.follow.Watch.Check(false)
 	}
 	now := p.follow.Watch.Settle(ctx)
-	p.mu.Lock()
-	swapped := p.cl != cl // another failure already moved on
-	p.mu.Unlock()
+	swapped := p.cur.Load().cl != cl // another failure already moved on
 	switch {
 	case now == gen && !swapped:
 		done(Result{}, err)
@@ -271,14 +275,14 @@ func (p *Producer[K, V]) afterFailure(ctx context.Context, kr *kgo.Record, cl *k
 func (p *Producer[K, V]) followChange(gen uint64, old *kgo.Client) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cl != old || p.gen >= gen {
+	if c := p.cur.Load(); c.cl != old || c.gen >= gen {
 		return nil
 	}
 	next, err := p.follow.NewClient()
 	if err != nil {
 		return fmt.Errorf("producer: follow the cluster change: %w", err)
 	}
-	p.cl, p.gen = next, gen
+	p.cur.Store(&current{cl: next, gen: gen})
 	go old.Close()
 	return nil
 }
