@@ -16,6 +16,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/kconsist/kconsist/consistency"
 	"log"
 	"os"
 	"os/signal"
@@ -136,7 +137,7 @@ func runLocal(ctx context.Context, o options, p plan, m machine) (string, error)
 		if err := createAndWait(ctx, lc, "overhead"); err != nil {
 			return nil, err
 		}
-		return runOverhead(ctx, "in-process local cluster (integration/localcluster), 3 brokers, apply lag 0", lc.Addrs(), "overhead", p.overhead,
+		return runOverhead(ctx, "in-process local cluster (integration/localcluster), 3 brokers, apply lag 0", lc.Addrs(), "overhead", consistency.Unknown(), p.overhead,
 			func(ctx context.Context) error { return trim(ctx, lc, "overhead") }, o.Logf)
 	}()
 	if err != nil {
@@ -195,8 +196,9 @@ func runReal(ctx context.Context, o options, p plan, m machine) (string, error) 
 	var body bytes.Buffer
 	header(&body, o, m, time.Since(t0))
 	fmt.Fprintf(&body, "Three combined broker+controller JVMs started by `integration/kafkatest` (ready in %v), topic of 3 partitions "+
-		"with replication factor 3, every replica in sync before the first round. Kafka 4.4 ignores the consistency header "+
-		"tag the factory stamps, so this is the cost of stamping and reading tokens on a broker that does not implement KIP-1243.\n\n",
+		"with replication factor 3, every replica in sync before the first round. The factory's store starts with a token of "+
+		"this cluster, as if handed over by another service, so every factory request carries it; Kafka 4.4 skips the header tag "+
+		"and sends none back. This is the cost of stamping and scanning on a broker that does not implement KIP-1243.\n\n",
 		startup.Round(time.Second))
 	overheadMarkdown(&body, over)
 	chartLinks(&body, o.Out, charts)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/producer"
 )
@@ -53,9 +54,18 @@ type sender struct {
 // producer settings: acks=all, idempotent, no compression, linger 0 (kgo's
 // default is 10ms and snappy; both are set explicitly so that the two differ
 // only by what the SDK adds).
-func newSenders(addrs []string, topic string) ([2]sender, error) {
+//
+// A known token puts the factory's store ahead of any response, as if it had
+// been handed over by another service: then every request carries it even
+// on a broker that sends none back (Apache Kafka 4.4), which is what makes
+// the stamping cost measurable there.
+func newSenders(addrs []string, topic string, token consistency.Context) ([2]sender, error) {
 	var s [2]sender
-	f, err := factory.New(nil, factory.BootstrapServers(addrs...), factory.Acks("all"), factory.Idempotence(true),
+	store := consistency.NewMemoryStore()
+	if _, err := store.Advance(token); err != nil {
+		return s, err
+	}
+	f, err := factory.New(store, factory.BootstrapServers(addrs...), factory.Acks("all"), factory.Idempotence(true),
 		factory.Compression("none"), factory.KgoOpts(kgo.ProducerLinger(0)))
 	if err != nil {
 		return s, err
@@ -133,8 +143,8 @@ func (s sender) latencies(ctx context.Context, n int, value []byte) ([]float64, 
 // settle, when not nil, runs before every timed step (e.g. to drop the
 // records an in-memory cluster holds); a forced GC follows it, so neither
 // client pays for the other's garbage.
-func runOverhead(ctx context.Context, where string, addrs []string, topic string, cfg overheadConfig, settle func(context.Context) error, logf func(string, ...any)) (*overheadResult, error) {
-	s, err := newSenders(addrs, topic)
+func runOverhead(ctx context.Context, where string, addrs []string, topic string, token consistency.Context, cfg overheadConfig, settle func(context.Context) error, logf func(string, ...any)) (*overheadResult, error) {
+	s, err := newSenders(addrs, topic, token)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/kconsist/kconsist/consistency"
 	"os"
 	"sync"
 	"testing"
@@ -113,6 +114,6 @@ func runKafka(ctx context.Context, cfg overheadConfig, logf func(string, ...any)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	res, err = runOverhead(ctx, "Apache Kafka 4.4, 3 nodes", c.BootstrapAddrs(), "overhead", cfg, nil, logf)
+	res, err = runOverhead(ctx, "Apache Kafka 4.4, 3 nodes", c.BootstrapAddrs(), "overhead", consistency.MustOf(c.ClusterID(), 1<<40), cfg, nil, logf)
 	return res, startup, err
 }
