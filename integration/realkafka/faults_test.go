@@ -26,17 +26,41 @@ import (
 //   - an idempotent factory producer (acks=all, the default) sends 50,000
 //     records asynchronously, at most 1,000 in flight, to a topic with
 //     replication factor 3 and min.insync.replicas=2; the leader of
-//     partition 0 is killed with SIGKILL mid-way. Every record must be
-//     acknowledged exactly once, and the log must hold each exactly once
-//     (retries of requests whose answer the crash lost are deduplicated
-//     by the brokers thanks to idempotence);
+//     partition 0 is killed with SIGKILL mid-way, and every client
+//     connection is cut ten times on the way. Every record must be
+//     acknowledged exactly once, and the log must hold each exactly once:
+//     requests whose answer a cut or the crash lost are sent again, and
+//     only idempotence lets the brokers drop the copies (with
+//     factory.Idempotence(false) this test finds duplicates in the log);
 //   - the node is restarted and rejoins every ISR;
 //   - two factory consumers share a group: the second joins mid-way
 //     (rebalance), the first leaves (rebalance), and together they see
 //     every record.
 func TestFaults(t *testing.T) {
 	t0 := time.Now()
-	c := kafkatest.Start(t, kafkatest.Nodes(3))
+	// Each node advertises a forwarder to clients, so that the test can
+	// also cut every client connection at once (SetTarget to the same
+	// target), losing the answers of requests the brokers already served.
+	var fwds []*kafkatest.Forwarder
+	opts := []kafkatest.Opt{kafkatest.Nodes(3)}
+	for id := int32(1); id <= 3; id++ {
+		fw, err := kafkatest.NewForwarder("")
+		require.NoError(t, err)
+		t.Cleanup(func() { fw.Close() })
+		fwds = append(fwds, fw)
+		opts = append(opts, kafkatest.AdvertisedAddr(id, fw.Addr()))
+	}
+	c := kafkatest.Start(t, opts...)
+	for i, fw := range fwds {
+		addr, err := c.ListenerAddr(int32(i + 1))
+		require.NoError(t, err)
+		fw.SetTarget(addr)
+	}
+	cutAll := func() {
+		for _, fw := range fwds {
+			fw.SetTarget(fw.Target())
+		}
+	}
 	t.Logf("3 nodes ready in %v", time.Since(t0).Round(time.Millisecond))
 	ctx := testCtx(t, 4*time.Minute)
 	const (
@@ -45,6 +69,7 @@ func TestFaults(t *testing.T) {
 		n          = 50_000
 		inflight   = 1_000
 		killAfter  = 15_000 // records handed to the producer before the kill
+		cutEvery   = 5_000  // records between two cuts of every connection
 	)
 	keyOf := func(i int) string { return fmt.Sprintf("k%05d", i) }
 	infra := kadm.NewClient(plainClient(t, c))
@@ -75,13 +100,14 @@ func TestFaults(t *testing.T) {
 	t.Run("KillDuringProduce", func(t *testing.T) {
 		p, err := factory.NewProducer(f, producer.String(), producer.String())
 		require.NoError(t, err)
-		defer p.Close(context.Background())
+		defer closeProducer(p)
 		acks := make([]atomic.Int32, n) // callbacks per record
 		var failed, acked atomic.Int64
 		var firstErr atomic.Value
 		sem := make(chan struct{}, inflight)
 		var killedAt time.Time
 		var ackedAtKill int64
+		cuts := 0
 		t0 := time.Now()
 		for i := range n {
 			if i == killAfter {
@@ -90,6 +116,10 @@ func TestFaults(t *testing.T) {
 				require.NoError(t, c.Kill(victim))
 				t.Logf("node %d (leader of %d of %d partitions) killed after %v, with %d records acknowledged and %d in flight",
 					victim, led, partitions, killedAt.Sub(t0).Round(time.Millisecond), ackedAtKill, int64(i)-ackedAtKill-failed.Load())
+			}
+			if i%cutEvery == cutEvery/2 {
+				cutAll()
+				cuts++
 			}
 			select {
 			case sem <- struct{}{}:
@@ -110,8 +140,8 @@ func TestFaults(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.NoError(t, p.Flush(ctx))
-		t.Logf("all %d records answered %v after the kill (%v in all)", n,
-			time.Since(killedAt).Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+		t.Logf("all %d records answered %v after the kill (%v in all); every client connection was cut %d times", n,
+			time.Since(killedAt).Round(time.Millisecond), time.Since(t0).Round(time.Millisecond), cuts)
 		require.False(t, c.Running(victim))
 		require.Zero(t, failed.Load(), "no record failed (first error: %v)", firstErr.Load())
 		require.Equal(t, int64(n), acked.Load())

@@ -52,7 +52,7 @@ func testKIP1242(t *testing.T, a, b *kafkatest.Cluster, fwd *kafkatest.Forwarder
 	defer f.Close()
 	p, err := factory.NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
-	defer p.Close(context.Background())
+	defer closeProducer(p)
 
 	for i := range before {
 		_, err := p.Produce(ctx, producer.Record[string, string]{Topic: topic, Value: fmt.Sprintf("before-%d", i)})
@@ -162,4 +162,13 @@ func requireCount(ctx context.Context, t *testing.T, c *kafkatest.Cluster, topic
 	n, err := c.CountRecords(ctx, topic)
 	require.NoError(t, err)
 	require.Equal(t, want, n, what)
+}
+
+// closeProducer closes p with a bounded flush, so that a failed test whose
+// records are stuck (say, behind a misrouted address) ends instead of
+// hanging: what is still buffered then fails.
+func closeProducer[K, V any](p *producer.Producer[K, V]) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = p.Close(ctx)
 }

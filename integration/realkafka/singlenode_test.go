@@ -96,6 +96,7 @@ func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwar
 	// Produce n records asynchronously; every one must be acknowledged.
 	p, err := factory.NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
+	defer closeProducer(p)
 	var acked, failed atomic.Int64
 	var firstErr atomic.Value
 	for i := range n {
@@ -118,6 +119,7 @@ func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwar
 	// Consume them all in a group, each key exactly once.
 	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{topic}, factory.GroupID(group))
 	require.NoError(t, err)
+	defer c.Close()
 	seen := make(map[string]int, n)
 	for len(seen) < n {
 		recs, err := c.Poll(ctx, 0)
