@@ -65,9 +65,22 @@ type consumerClient interface {
 	close()
 }
 
+// adminClient is what the workload asks of an admin client: a
+// *kadm.Client in plain mode, a factory *admin.Client (whose reads never
+// come from franz-go's metadata cache) in factory mode.
+type adminClient interface {
+	CreateTopic(ctx context.Context, partitions int32, replicationFactor int16, configs map[string]*string, topic string) (kadm.CreateTopicResponse, error)
+	DeleteTopic(ctx context.Context, topic string) (kadm.DeleteTopicResponse, error)
+	UpdatePartitions(ctx context.Context, set int, topics ...string) (kadm.CreatePartitionsResponses, error)
+	AlterTopicConfigs(ctx context.Context, configs []kadm.AlterConfig, topics ...string) (kadm.AlterConfigsResponses, error)
+	ListTopics(ctx context.Context, topics ...string) (kadm.TopicDetails, error)
+	DescribeTopicConfigs(ctx context.Context, topics ...string) (kadm.ResourceConfigs, error)
+	ListEndOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)
+}
+
 // clients are the clients of one run.
 type clients struct {
-	admins    []*kadm.Client
+	admins    []adminClient
 	producers []producerClient
 	consumer  consumerClient
 	token     func() int64
@@ -106,7 +119,7 @@ func newClients(mode Mode, addrs []string, admins, producers int, group string, 
 				return nil, err
 			}
 			c.closers = append(c.closers, a.Close)
-			c.admins = append(c.admins, a.Client)
+			c.admins = append(c.admins, a)
 		}
 		for range producers {
 			p, err := factory.NewProducer(f, producer.String(), producer.String(), factory.KgoOpts(producerKgoOpts()...))
