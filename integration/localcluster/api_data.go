@@ -139,14 +139,16 @@ func handleFetch(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 			cn.gatewayOf(br.NodeID, &br.Host, &br.Port)
 		}
 		var token int64
-		stale := false
+		stale, ahead := false, false
 		cn.b.view(func(im *image) {
 			token = im.offset
 			for i := range resp.Topics {
 				t := &resp.Topics[i]
 				for j := range t.Partitions {
 					p := &t.Partitions[j]
-					if p.ErrorCode != 0 || im.hasPartition(t.Topic, t.TopicID, p.Partition) {
+					known := im.hasPartition(t.Topic, t.TopicID, p.Partition)
+					ahead = ahead || (known && goneInKfake(p.ErrorCode))
+					if p.ErrorCode != 0 || known {
 						continue
 					}
 					stale = true
@@ -164,6 +166,9 @@ func handleFetch(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 		if stale {
 			cn.b.c.stats.stale.Add(1)
 		}
+		if ahead {
+			token = max(token, cn.b.c.settledEnd())
+		}
 		return token
 	}
 	return frame, nil
@@ -173,14 +178,16 @@ func handleListOffsets(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 	x.post = func(r kmsg.Response) int64 {
 		resp := r.(*kmsg.ListOffsetsResponse)
 		var token int64
-		stale := false
+		stale, ahead := false, false
 		cn.b.view(func(im *image) {
 			token = im.offset
 			for i := range resp.Topics {
 				t := &resp.Topics[i]
 				for j := range t.Partitions {
 					p := &t.Partitions[j]
-					if p.ErrorCode != 0 || im.hasPartition(t.Topic, [16]byte{}, p.Partition) {
+					known := im.hasPartition(t.Topic, [16]byte{}, p.Partition)
+					ahead = ahead || (known && goneInKfake(p.ErrorCode))
+					if p.ErrorCode != 0 || known {
 						continue
 					}
 					stale = true
@@ -194,9 +201,32 @@ func handleListOffsets(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 		if stale {
 			cn.b.c.stats.stale.Add(1)
 		}
+		if ahead {
+			token = max(token, cn.b.c.settledEnd())
+		}
 		return token
 	}
 	return frame, nil
+}
+
+// goneInKfake reports whether kfake answered that a partition does not
+// exist. For a partition the broker's image still has, that means a delete
+// is under way: kfake drops a topic when it handles DeleteTopics, before
+// the gateway commits the RemoveTopicRecord.
+func goneInKfake(code int16) bool {
+	return code == kerr.UnknownTopicOrPartition.Code || code == kerr.UnknownTopicID.Code
+}
+
+// settledEnd waits for a metadata mutation in flight to commit and returns
+// the log end then. An answer that already reflects that mutation (see
+// goneInKfake) must carry a token at least this high: a token of the
+// broker's applied offset would claim an older state than the answer shows,
+// and a client could then see the topic gone, then present again.
+func (c *Cluster) settledEnd() int64 {
+	if c.lockMutation(c.done) {
+		defer c.unlockMutation()
+	}
+	return c.log.end()
 }
 
 func putFrameSize(frame []byte) {

@@ -259,3 +259,41 @@ func TestClusterIDMismatchClosesConnection(t *testing.T) {
 	require.Equal(t, int64(1), c.Stats().ClusterIDMismatches)
 	_ = kerr.UnknownTopicOrPartition
 }
+
+// TestAnswerAheadOfImageCarriesItsToken: kfake drops a topic as soon as it
+// handles DeleteTopics, so a broker that has not applied the delete gets a
+// "no such topic" answer from kfake for a topic its image still has. That
+// answer reflects the delete, and its header token must say so; the broker's
+// applied offset would claim an older state, and a client could then see the
+// topic gone, then present again.
+func TestAnswerAheadOfImageCarriesItsToken(t *testing.T) {
+	c := newCluster(t, Brokers(1))
+	r := dialRaw(t, c.Addrs()[0])
+	_, st := r.do(createTopicsReq(1, nil, "doomed"), nil)
+	require.NoError(t, c.WaitApplied(testCtx(t), 0, st.Token))
+	require.NoError(t, c.PauseApply(0))
+	defer c.ResumeApply(0)
+
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	dt.SetVersion(6)
+	dtt := kmsg.NewDeleteTopicsRequestTopic()
+	dtt.Topic = kmsg.StringPtr("doomed")
+	dt.Topics = append(dt.Topics, dtt)
+	_, st = r.do(dt, nil)
+	deleted := st.Token
+	applied, err := c.AppliedOffset(0)
+	require.NoError(t, err)
+	require.Less(t, applied, deleted, "the broker has not applied the delete")
+
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.SetVersion(9)
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "doomed"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -1
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	resp, st := r.do(lo, nil)
+	require.Equal(t, kerr.UnknownTopicOrPartition.Code, resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode)
+	require.GreaterOrEqual(t, st.Token, deleted, "the answer shows the delete, so its token covers it")
+}
