@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"net"
-	"sync"
+	"runtime"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,33 +24,57 @@ type inflight struct {
 
 // inflights is the per-connection FIFO of requests awaiting responses. kgo
 // reads responses in request order, so only the head can be answered next.
+//
+// It is a single-producer, single-consumer ring: the writing goroutine
+// pushes, the reading goroutine peeks and pops, and neither takes a lock.
+// When maxInflight requests await answers the writer waits for the reader,
+// as TCP would make it wait anyway; a failed connection ends the wait.
 type inflights struct {
-	buf     []inflight
-	head, n int
+	buf  [maxInflight]inflight
+	head atomic.Uint64 // next to pop; written by the reader only
+	tail atomic.Uint64 // next to push; written by the writer only
 }
 
-func (q *inflights) push(e inflight) {
-	if q.n == len(q.buf) {
-		grown := make([]inflight, max(8, 2*len(q.buf)))
-		for k := 0; k < q.n; k++ {
-			grown[k] = q.buf[(q.head+k)%len(q.buf)]
+// maxInflight bounds the requests awaiting answers on one connection. kgo
+// keeps at most a handful in flight per connection (produce defaults to one
+// with idempotency, fetches one); only many concurrent admin requests come
+// near it.
+const maxInflight = 64
+
+// push appends e, waiting while the ring is full. It fails when dead
+// reports the connection is gone.
+func (q *inflights) push(e inflight, dead func() bool) error {
+	t := q.tail.Load()
+	for t-q.head.Load() == maxInflight {
+		if dead() {
+			return net.ErrClosed
 		}
-		q.buf, q.head = grown, 0
+		runtime.Gosched()
 	}
-	q.buf[(q.head+q.n)%len(q.buf)] = e
-	q.n++
+	q.buf[t%maxInflight] = e
+	q.tail.Store(t + 1)
+	return nil
 }
 
 func (q *inflights) peek() (inflight, bool) {
-	if q.n == 0 {
+	h := q.head.Load()
+	if h == q.tail.Load() {
 		return inflight{}, false
 	}
-	return q.buf[q.head], true
+	return q.buf[h%maxInflight], true
 }
 
-func (q *inflights) pop() {
-	q.head = (q.head + 1) % len(q.buf)
-	q.n--
+func (q *inflights) pop() { q.head.Add(1) }
+
+func (q *inflights) len() int { return int(q.tail.Load() - q.head.Load()) }
+
+// each calls fn for the requests in flight, oldest first; reader only.
+func (q *inflights) each(fn func(inflight) bool) {
+	for h, t := q.head.Load(), q.tail.Load(); h < t; h++ {
+		if !fn(q.buf[h%maxInflight]) {
+			return
+		}
+	}
 }
 
 // maxHeldFrame bounds a response held back for INCONSISTENT_METADATA
@@ -81,8 +106,8 @@ type conn struct {
 	out       [][]byte
 	bufs      net.Buffers
 
-	qmu sync.Mutex
-	q   inflights
+	q    inflights
+	dead atomic.Bool // the connection failed or was closed: no answer will come
 
 	rh      respHeader
 	cur     inflight // the request the frame being parsed answers
@@ -223,16 +248,17 @@ func (c *conn) stamp(src []byte) ([]byte, error) {
 		}
 	}
 	if h.expectsAnswer {
-		c.qmu.Lock()
-		c.q.push(inflight{
+		err := c.q.push(inflight{
 			corr:     h.corr,
 			flexible: responseFlexible(h.key, h.version),
 			raw:      h.key == saslHandshakeKey && h.version == 0,
 			sent:     sent,
 			key:      h.key,
 			version:  h.version,
-		})
-		c.qmu.Unlock()
+		}, c.dead.Load)
+		if err != nil {
+			return nil, err
+		}
 	}
 	return hdr, nil
 }
@@ -291,6 +317,7 @@ func (c *conn) Read(p []byte) (int, error) {
 			if n == 0 {
 				if rerr != nil {
 					c.peerClosed()
+					c.dead.Store(true)
 				}
 				return 0, rerr
 			}
@@ -342,12 +369,10 @@ func (c *conn) scan(b []byte) (int, error) {
 			return len(b), nil
 		}
 		if !c.haveCur { // one lock per response: take the head now, keep it while the header lasts
-			c.qmu.Lock()
 			c.cur, c.haveCur = c.q.peek()
 			if c.haveCur {
 				c.q.pop()
 			}
-			c.qmu.Unlock()
 			if !c.haveCur {
 				return pos, malformed("response with correlation id %d answers no request in flight", c.rh.corr)
 			}
@@ -515,12 +540,11 @@ func (c *conn) peerClosed() {
 	if !ok || c.rerr != nil {
 		return
 	}
-	c.qmu.Lock()
 	stamped := false
-	for k := 0; k < c.q.n && !stamped; k++ {
-		stamped = c.q.buf[(c.q.head+k)%len(c.q.buf)].sent >= 0
-	}
-	c.qmu.Unlock()
+	c.q.each(func(e inflight) bool {
+		stamped = e.sent >= 0
+		return !stamped
+	})
 	if c.haveCur && c.cur.sent >= 0 {
 		stamped = true
 	}
@@ -532,6 +556,14 @@ func (c *conn) peerClosed() {
 func (c *conn) fail(err error) {
 	if c.rerr == nil {
 		c.rerr = err
+		c.dead.Store(true)
 		c.Conn.Close()
 	}
+}
+
+// Close closes the socket; a writer waiting for room in the in-flight ring
+// gives up.
+func (c *conn) Close() error {
+	c.dead.Store(true)
+	return c.Conn.Close()
 }

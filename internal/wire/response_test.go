@@ -88,8 +88,8 @@ func TestReadAdvancesAndPassesBytes(t *testing.T) {
 			if a, _, _ := rec.counts(); a != 2 {
 				t.Fatalf("observer saw %d advances", a)
 			}
-			if c.q.n != 0 {
-				t.Fatalf("%d requests still in flight", c.q.n)
+			if n := c.q.len(); n != 0 {
+				t.Fatalf("%d requests still in flight", n)
 			}
 		})
 	}

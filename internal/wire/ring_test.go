@@ -1,0 +1,59 @@
+package wire
+
+import (
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestInflightsRing: FIFO order across wrap-around, a full ring makes the
+// writer wait for the reader, and a dead connection ends the wait.
+func TestInflightsRing(t *testing.T) {
+	var q inflights
+	alive := func() bool { return false }
+	for round := range 3 { // wraps the ring
+		for k := range maxInflight {
+			if err := q.push(inflight{corr: int32(round*1000 + k)}, alive); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if q.len() != maxInflight {
+			t.Fatalf("len = %d", q.len())
+		}
+		for k := range maxInflight {
+			e, ok := q.peek()
+			if !ok || e.corr != int32(round*1000+k) {
+				t.Fatalf("round %d: got %v %v, want corr %d", round, e, ok, round*1000+k)
+			}
+			q.pop()
+		}
+		if _, ok := q.peek(); ok {
+			t.Fatal("ring not empty")
+		}
+	}
+
+	for k := range maxInflight {
+		_ = q.push(inflight{corr: int32(k)}, alive)
+	}
+	done := make(chan error, 1)
+	go func() { done <- q.push(inflight{corr: 999}, alive) }()
+	select {
+	case <-done:
+		t.Fatal("push into a full ring did not wait")
+	case <-time.After(20 * time.Millisecond):
+	}
+	q.pop() // the reader makes room
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	var dead atomic.Bool
+	go func() { done <- q.push(inflight{}, dead.Load) }()
+	time.Sleep(10 * time.Millisecond) // let the writer reach the wait; the test holds either way
+	dead.Store(true)
+	if err := <-done; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("push on a dead connection: %v", err)
+	}
+}
