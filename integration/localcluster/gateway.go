@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -74,6 +75,7 @@ func (g *gateway) serve() {
 		cn := &conn{
 			b:       b,
 			client:  nc,
+			clientR: bufio.NewReaderSize(nc, 32<<10),
 			pending: make(chan *exchange, pipelineDepth),
 			done:    make(chan struct{}),
 		}
@@ -122,9 +124,13 @@ func (g *gateway) repoint(b *broker) {
 // writeLoop answers in request order, reading kfake's responses as their
 // turn comes.
 type conn struct {
-	b       *broker
-	client  net.Conn
-	up      net.Conn
+	b      *broker
+	client net.Conn
+	up     net.Conn
+	// Buffered readers halve the read calls: a frame's size and body
+	// usually arrive together.
+	clientR *bufio.Reader
+	upR     *bufio.Reader
 	pending chan *exchange
 	done    chan struct{}
 
@@ -204,6 +210,7 @@ func (cn *conn) run() {
 		return
 	}
 	cn.up = up
+	cn.upR = bufio.NewReaderSize(up, 32<<10)
 	cn.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -248,7 +255,7 @@ func readFrame(r io.Reader) ([]byte, error) {
 
 func (cn *conn) readLoop() error {
 	for {
-		frame, err := readFrame(cn.client)
+		frame, err := readFrame(cn.clientR)
 		if err != nil {
 			return err
 		}
@@ -398,7 +405,7 @@ func (cn *conn) respond(x *exchange) ([]byte, error) {
 	if x.local != nil {
 		return x.local, nil
 	}
-	frame, err := readFrame(cn.up)
+	frame, err := readFrame(cn.upR)
 	if err != nil {
 		return nil, err
 	}
