@@ -8,9 +8,11 @@
 //     KIP-1243 request header tag and never returns a token) and KIP1242
 //     (a misrouted connection through the factory, with the cluster check
 //     on and off).
-//   - TestFaults runs three nodes: a broker killed with SIGKILL while an
-//     idempotent factory producer sends 50,000 records, then a consumer
-//     group of two factory consumers through two rebalances.
+//   - TestFaults runs three nodes, each advertised at a forwarder: a
+//     broker killed with SIGKILL (and every client connection cut ten
+//     times) while an idempotent factory producer sends 50,000 records,
+//     which must each be in the log exactly once; then a consumer group of
+//     two factory consumers through two rebalances, missing no record.
 //
 // Java 17+ (and Maven, unless KAFKA_HOME is set) must be installed; see
 // package kafkatest. `go test -short` skips every test here.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,8 +76,9 @@ func TestFaults(t *testing.T) {
 	keyOf := func(i int) string { return fmt.Sprintf("k%05d", i) }
 	infra := kadm.NewClient(plainClient(t, c))
 
+	notes := &kgoNotes{}
 	f, err := factory.New(nil, factory.BootstrapServers(c.BootstrapAddrs()...), factory.ClientID("faults"),
-		factory.AutoOffsetReset("earliest"))
+		factory.AutoOffsetReset("earliest"), factory.Logger(slog.New(notes)))
 	require.NoError(t, err)
 	defer f.Close()
 	adm, err := f.Admin()
@@ -101,6 +104,21 @@ func TestFaults(t *testing.T) {
 		p, err := factory.NewProducer(f, producer.String(), producer.String())
 		require.NoError(t, err)
 		defer closeProducer(p)
+		defer func() {
+			// What franz-go said about sequence numbers and producer ids
+			// (e.g. an OUT_OF_ORDER_SEQUENCE_NUMBER that made it reset
+			// them) explains a failure below.
+			lines := notes.snapshot()
+			seq := slices.ContainsFunc(lines, func(l string) bool {
+				return strings.Contains(l, "sequence") || strings.Contains(l, "data loss")
+			})
+			t.Logf("franz-go errors and producer-id/sequence notes: %d", len(lines))
+			if t.Failed() || seq {
+				for _, l := range lines[:min(len(lines), 30)] {
+					t.Log("  " + l)
+				}
+			}
+		}()
 		acks := make([]atomic.Int32, n) // callbacks per record
 		var failed, acked atomic.Int64
 		var firstErr atomic.Value

@@ -3,7 +3,9 @@ package realkafka
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -353,4 +355,39 @@ func await[T any](t *testing.T, ch <-chan T, n int, d time.Duration, what string
 		}
 	}
 	return out
+}
+
+// kgoNotes is a slog handler for factory.Logger that keeps what franz-go
+// says about producer ids, sequence numbers and data loss (and every
+// error), to explain a failure of the producer checks.
+type kgoNotes struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (n *kgoNotes) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (n *kgoNotes) WithAttrs([]slog.Attr) slog.Handler           { return n }
+func (n *kgoNotes) WithGroup(string) slog.Handler                { return n }
+func (n *kgoNotes) Handle(_ context.Context, r slog.Record) error {
+	msg := strings.ToLower(r.Message)
+	if r.Level < slog.LevelError && !strings.Contains(msg, "producer id") && !strings.Contains(msg, "sequence") &&
+		!strings.Contains(msg, "data loss") && !strings.Contains(msg, "duplicate") {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", r.Level, r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	n.mu.Lock()
+	n.lines = append(n.lines, b.String())
+	n.mu.Unlock()
+	return nil
+}
+
+func (n *kgoNotes) snapshot() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.lines)
 }
