@@ -391,3 +391,23 @@ func (n *kgoNotes) snapshot() []string {
 	defer n.mu.Unlock()
 	return slices.Clone(n.lines)
 }
+
+// firstError keeps the first of the errors reported to it.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}

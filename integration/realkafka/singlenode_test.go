@@ -98,13 +98,13 @@ func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwar
 	require.NoError(t, err)
 	defer closeProducer(p)
 	var acked, failed atomic.Int64
-	var firstErr atomic.Value
+	var firstErr firstError
 	for i := range n {
 		err := p.ProduceAsync(ctx, producer.Record[string, string]{Topic: topic, Key: fmt.Sprintf("k%05d", i), Value: fmt.Sprint(i)},
 			func(_ producer.Result, err error) {
 				if err != nil {
 					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					firstErr.set(err)
 					return
 				}
 				acked.Add(1)
@@ -112,7 +112,7 @@ func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwar
 		require.NoError(t, err)
 	}
 	require.NoError(t, p.Flush(ctx))
-	require.Zero(t, failed.Load(), "no produce failed (first error: %v)", firstErr.Load())
+	require.Zero(t, failed.Load(), "no produce failed (first error: %v)", firstErr.get())
 	require.Equal(t, int64(n), acked.Load())
 	require.NoError(t, p.Close(ctx))
 
