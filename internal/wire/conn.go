@@ -106,8 +106,9 @@ type conn struct {
 	out       [][]byte
 	bufs      net.Buffers
 
-	q    inflights
-	dead atomic.Bool // the connection failed or was closed: no answer will come
+	q     inflights
+	debug bool        // the logger wanted debug logs when the connection opened
+	dead  atomic.Bool // the connection failed or was closed: no answer will come
 
 	rh      respHeader
 	cur     inflight // the request the frame being parsed answers
@@ -127,7 +128,7 @@ type conn struct {
 }
 
 func newConn(i *Interceptor, c net.Conn, addr string) *conn {
-	return &conn{Conn: c, i: i, addr: addr}
+	return &conn{Conn: c, i: i, addr: addr, debug: i.debug()}
 }
 
 // Write parses the frames in p, stamps flexible request headers and sends
@@ -238,7 +239,7 @@ func (c *conn) stamp(src []byte) ([]byte, error) {
 			c.scratch = appendStamped(c.scratch[:0], src, h, cur.ClusterID(), sent)
 			hdr = c.scratch
 			c.i.stamped.Add(1)
-			if c.i.debug() {
+			if c.debug {
 				c.i.log(kgo.LogLevelDebug, "stamped consistency token", "addr", c.addr, "key", h.key, "version", h.version, "token", cur.String())
 			}
 		case h.tag0End > 0: // kept as the caller wrote it
@@ -456,7 +457,7 @@ func (c *conn) observe(req *inflight, h *respHeader) error {
 		if c.i.observer != nil {
 			c.i.observer.OnTokenAdvanced(cur, now)
 		}
-		if c.i.debug() {
+		if c.debug {
 			c.i.log(kgo.LogLevelDebug, "advanced consistency token", "addr", c.addr, "key", req.key, "from", cur.String(), "to", now.String())
 		}
 	}

@@ -75,6 +75,9 @@ func ParseState(b []byte) (State, error) {
 		return s, malformed("ConsistencyState: negative token %d", s.Token)
 	}
 	b = b[8:]
+	if len(b) == 1 && b[0] == 0 { // no tagged fields, the usual case
+		return s, nil
+	}
 	rest, err := SkipTags(b)
 	if err != nil {
 		return s, fmt.Errorf("ConsistencyState: %w", err)
