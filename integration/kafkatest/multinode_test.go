@@ -3,7 +3,6 @@ package kafkatest_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,35 +79,13 @@ func TestThreeNodes(t *testing.T) {
 	require.Equal(t, 2, strings.Count(logs, "==== kafkatest: starting node 2"), "node 2's log spans both of its runs")
 }
 
-// waitISR polls until every partition of topic has exactly want in sync.
+// waitISR waits up to a minute for the in-sync replicas of topic to be want.
 func waitISR(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, want []int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var last string
-	for {
-		m, err := adm.Metadata(ctx, topic)
-		if err == nil {
-			last = ""
-			for _, p := range m.Topics[topic].Partitions.Sorted() {
-				isr := slices.Sorted(slices.Values(p.ISR))
-				if p.Err != nil || !slices.Equal(isr, want) || !slices.Contains(want, p.Leader) {
-					last += fmt.Sprintf(" partition %d: leader %d isr %v err %v;", p.Partition, p.Leader, isr, p.Err)
-				}
-			}
-			if last == "" && len(m.Topics[topic].Partitions) > 0 {
-				return
-			}
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("ISR of %s never became %v:%s", topic, want, last)
-		case <-tick.C:
-		}
+	if err := kafkatest.WaitISR(ctx, adm, topic, want); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -310,34 +310,13 @@ func readValues(ctx context.Context, t *testing.T, c *kafkatest.Cluster, topic s
 	return got
 }
 
-// waitISR polls until every partition of topic has exactly want in sync and
-// a leader among them.
+// waitISR waits up to a minute for the in-sync replicas of topic to be want.
 func waitISR(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, want []int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var last string
-	for {
-		m, err := adm.Metadata(ctx, topic)
-		if err == nil {
-			last = ""
-			for _, p := range m.Topics[topic].Partitions.Sorted() {
-				isr := slices.Sorted(slices.Values(p.ISR))
-				if p.Err != nil || !slices.Equal(isr, want) || !slices.Contains(want, p.Leader) {
-					last += fmt.Sprintf(" partition %d: leader %d isr %v err %v;", p.Partition, p.Leader, isr, p.Err)
-				}
-			}
-			if last == "" && len(m.Topics[topic].Partitions) > 0 {
-				return
-			}
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("ISR of %s never became %v:%s", topic, want, last)
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := kafkatest.WaitISR(ctx, adm, topic, want); err != nil {
+		t.Fatal(err)
 	}
 }
 
