@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/integration/kafkatest"
 	"github.com/kconsist/kconsist/producer"
@@ -141,4 +143,35 @@ func TestMisrouteTwoClusters(t *testing.T) {
 			require.Equal(t, int64(0), endOffset(ctx, t, realB, "t"))
 		})
 	}
+}
+
+// TestInconsistentClusterIDRebootstraps: a broker of an earlier KIP-1242
+// draft answers INCONSISTENT_CLUSTER_ID to an ApiVersions naming the wrong
+// cluster. The factory's clients treat it as REBOOTSTRAP_REQUIRED: they
+// rebootstrap and go on, where plain franz-go would give up on the
+// connection.
+func TestInconsistentClusterIDRebootstraps(t *testing.T) {
+	kc := newKfake(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	ctx := testCtx(t)
+	var answered atomic.Bool
+	kc.ControlKey(18, func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.ApiVersionsRequest)
+		if r.ClusterID == nil || answered.Swap(true) {
+			kc.KeepControl()
+			return nil, nil, false
+		}
+		resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
+		resp.ErrorCode = kerr.InconsistentClusterID.Code
+		return resp, nil, true
+	})
+	f, err := New(nil, BootstrapServers(kc.ListenAddrs()...), RetryBackoff(20*time.Millisecond))
+	require.NoError(t, err)
+	defer f.Close()
+	p, err := NewProducer(f, producer.String(), producer.String())
+	require.NoError(t, err)
+	defer p.Close(context.Background())
+	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "v"})
+	require.NoError(t, err)
+	require.True(t, answered.Load(), "the broker answered INCONSISTENT_CLUSTER_ID once")
+	require.NotZero(t, f.Stats().Rebootstraps)
 }

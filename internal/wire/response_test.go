@@ -347,3 +347,32 @@ func TestReadPinnedMetadata(t *testing.T) {
 		})
 	}
 }
+
+// TestReadAPIVersionsInconsistentClusterID: earlier drafts of KIP-1242 had
+// a broker answer INCONSISTENT_CLUSTER_ID (104) to an ApiVersions naming
+// another cluster; franz-go rebootstraps only on REBOOTSTRAP_REQUIRED (129),
+// so the interceptor hands kgo that code instead. Other codes pass as they
+// are.
+func TestReadAPIVersionsInconsistentClusterID(t *testing.T) {
+	for _, tc := range []struct{ code, want int16 }{
+		{104, 129}, // INCONSISTENT_CLUSTER_ID → REBOOTSTRAP_REQUIRED
+		{129, 129},
+		{35, 35}, // UNSUPPORTED_VERSION
+		{0, 0},
+	} {
+		c, m, _ := newTestConn(t, consistency.NewMemoryStore(), nil)
+		sendRequests(t, c, apiVersionsReq(4))
+		r := kmsg.NewPtrApiVersionsResponse()
+		r.Version = 4
+		r.ErrorCode = tc.code
+		body := r.AppendTo(nil)
+		m.in = respFrame(0, nil, body) // ApiVersions answers have a v0 header
+		out, err := readAll(c, 4096)
+		require.ErrorIs(t, err, io.EOF)
+		require.Len(t, out, 8+len(body))
+		got := kmsg.NewPtrApiVersionsResponse()
+		got.Version = 4
+		require.NoError(t, got.ReadFrom(out[8:]))
+		require.Equal(t, tc.want, got.ErrorCode, "code %d", tc.code)
+	}
+}
