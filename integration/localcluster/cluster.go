@@ -32,6 +32,7 @@ type Cluster struct {
 
 	kf      *kfake.Cluster
 	kfAddrs []string
+	doors   *sideDoors
 	direct  *kgo.Client // straight to kfake, to read what a mutation did
 
 	log *metadataLog
@@ -84,33 +85,42 @@ func New(opts ...Opt) (*Cluster, error) {
 		cfg.clusterID = base64.RawURLEncoding.EncodeToString(id[:])
 	}
 
-	kopts := append([]kfake.Opt{}, cfg.kfakeOpts...)
+	doors, err := newSideDoors()
+	if err != nil {
+		return nil, err
+	}
+	// The side doors go first, so that a ListenFn of the caller's wins.
+	kopts := append([]kfake.Opt{kfake.ListenFn(doors.listen)}, cfg.kfakeOpts...)
 	kopts = append(kopts, kfake.NumBrokers(cfg.brokers), kfake.ClusterID(cfg.clusterID))
 	for _, st := range cfg.seedTopics {
 		kopts = append(kopts, kfake.SeedTopics(st.partitions, st.names...))
 	}
 	kf, err := kfake.NewCluster(kopts...)
 	if err != nil {
+		doors.close()
 		return nil, fmt.Errorf("localcluster: kfake: %w", err)
 	}
 	c := &Cluster{
 		cfg:      cfg,
 		kf:       kf,
 		kfAddrs:  kf.ListenAddrs(),
+		doors:    doors,
 		log:      newMetadataLog(),
 		mutation: make(chan struct{}, 1),
 		ctrl:     newImage(),
 		defaults: make(map[string]string),
 		done:     make(chan struct{}),
 	}
-	c.direct, err = kgo.NewClient(kgo.SeedBrokers(c.kfAddrs...), kgo.MetadataMinAge(10*time.Millisecond))
+	c.direct, err = kgo.NewClient(kgo.SeedBrokers(c.kfAddrs...), kgo.MetadataMinAge(10*time.Millisecond), kgo.Dialer(doors.dial))
 	if err != nil {
 		kf.Close()
+		doors.close()
 		return nil, fmt.Errorf("localcluster: control client: %w", err)
 	}
 	if err := c.bootstrap(); err != nil {
 		c.direct.Close()
 		kf.Close()
+		doors.close()
 		return nil, err
 	}
 	for i := range cfg.brokers {
@@ -207,6 +217,7 @@ func (c *Cluster) Close() {
 		c.wg.Wait()
 		c.direct.Close()
 		c.kf.Close()
+		c.doors.close()
 	})
 }
 

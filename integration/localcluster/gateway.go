@@ -10,7 +10,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -198,7 +197,7 @@ func (cn *conn) logger() *slogger { return &slogger{cn} }
 func (cn *conn) run() {
 	defer cn.close()
 	c := cn.b.c
-	up, err := net.DialTimeout("tcp", c.kfAddrs[cn.b.node], 5*time.Second)
+	up, err := c.doors.dial(context.Background(), "tcp", c.kfAddrs[cn.b.node])
 	if err != nil {
 		c.cfg.logger.Warn("localcluster: cannot reach kfake broker", "node", cn.b.node, "err", err)
 		return
