@@ -2,10 +2,14 @@ package wire
 
 import (
 	"encoding/binary"
+	"errors"
+	"io"
 	"math"
 	"net"
-	"runtime"
+	"os"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,21 +39,20 @@ type inflights struct {
 	tail atomic.Uint64 // next to push; written by the writer only
 }
 
-// maxInflight bounds the requests awaiting answers on one connection. kgo
-// keeps at most a handful in flight per connection (produce defaults to one
-// with idempotency, fetches one); only many concurrent admin requests come
-// near it.
-const maxInflight = 64
+// maxInflight bounds the requests awaiting answers on one connection (40
+// KiB of ring). kgo keeps a handful in flight per connection; only a flood
+// of concurrent admin requests to one broker comes near it.
+const maxInflight = 1024
 
-// push appends e, waiting while the ring is full. It fails when dead
-// reports the connection is gone.
-func (q *inflights) push(e inflight, dead func() bool) error {
+// push appends e, waiting while the ring is full; stop ends the wait with
+// its error (the connection died, the write deadline passed).
+func (q *inflights) push(e inflight, stop func() error) error {
 	t := q.tail.Load()
 	for t-q.head.Load() == maxInflight {
-		if dead() {
-			return net.ErrClosed
+		if err := stop(); err != nil {
+			return err
 		}
-		runtime.Gosched()
+		time.Sleep(50 * time.Microsecond)
 	}
 	q.buf[t%maxInflight] = e
 	q.tail.Store(t + 1)
@@ -107,8 +110,9 @@ type conn struct {
 	bufs      net.Buffers
 
 	q     inflights
-	debug bool        // the logger wanted debug logs when the connection opened
-	dead  atomic.Bool // the connection failed or was closed: no answer will come
+	debug bool         // the logger wanted debug logs when the connection opened
+	wdl   atomic.Int64 // write deadline, unix nanoseconds; 0 for none
+	dead  atomic.Bool  // the connection failed or was closed: no answer will come
 
 	rh      respHeader
 	cur     inflight // the request the frame being parsed answers
@@ -256,7 +260,7 @@ func (c *conn) stamp(src []byte) ([]byte, error) {
 			sent:     sent,
 			key:      h.key,
 			version:  h.version,
-		}, c.dead.Load)
+		}, c.stopWaiting)
 		if err != nil {
 			return nil, err
 		}
@@ -290,13 +294,12 @@ func (c *conn) Read(p []byte) (int, error) {
 		if c.rerr != nil {
 			return 0, c.rerr
 		}
-		if err := c.pendErr; err != nil {
-			c.pendErr = nil
-			return 0, err
-		}
 		if len(p) == 0 {
 			return 0, nil
 		}
+		// Bytes already read come before the error that ended them: a
+		// socket may return the last bytes and io.EOF together (tls.Conn
+		// does when close_notify follows a record).
 		if c.holding {
 			if err := c.fillHold(); err != nil {
 				c.fail(err)
@@ -305,6 +308,11 @@ func (c *conn) Read(p []byte) (int, error) {
 		}
 		var n, d int
 		var err error
+		if c.stashAt >= len(c.stash) && c.pendErr != nil {
+			err := c.pendErr
+			c.pendErr = nil
+			return 0, err
+		}
 		if c.stashAt < len(c.stash) {
 			n = copy(p, c.stash[c.stashAt:])
 			d, err = c.scan(p[:n])
@@ -317,7 +325,9 @@ func (c *conn) Read(p []byte) (int, error) {
 			n, rerr = c.Conn.Read(p)
 			if n == 0 {
 				if rerr != nil {
-					c.peerClosed()
+					if !c.dead.Load() && peerEnded(rerr) {
+						c.peerClosed()
+					}
 					c.dead.Store(true)
 				}
 				return 0, rerr
@@ -436,7 +446,11 @@ func (c *conn) observe(req *inflight, h *respHeader) error {
 		if pinned != "" || c.i.adopt == nil || !c.i.adopt(c.addr, string(got)) {
 			return c.misroute(want, string(got))
 		}
-		c.i.store.Reset()
+		// Only the first connection to see the new cluster resets: a
+		// second reset could wipe a newer token the first one stored.
+		if c.i.store.Load().ClusterID() == want {
+			c.i.store.Reset()
+		}
 		c.i.log(kgo.LogLevelWarn, "bootstrap server answers for another cluster; consistency store reset", "addr", c.addr, "from_cluster", want, "to_cluster", string(got))
 		cur = consistency.Unknown()
 	}
@@ -510,8 +524,11 @@ func (c *conn) fillHold() error {
 		}
 		n, err := c.Conn.Read(c.hold[len(c.hold):c.rbody])
 		c.hold = c.hold[:len(c.hold)+n]
-		if err != nil && len(c.hold) < c.rbody {
-			return err
+		if err != nil {
+			if len(c.hold) < c.rbody {
+				return err
+			}
+			c.pendErr = err // after the frame
 		}
 	}
 	c.holding, c.rbody = false, 0
@@ -529,6 +546,12 @@ func (c *conn) pinned() string {
 		return ""
 	}
 	return c.i.expected()
+}
+
+// peerEnded reports whether err says the broker ended the connection, as
+// opposed to a local close or a deadline.
+func peerEnded(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // peerClosed tells a RejectObserver that the connection ended under a
@@ -560,6 +583,39 @@ func (c *conn) fail(err error) {
 		c.dead.Store(true)
 		c.Conn.Close()
 	}
+}
+
+// stopWaiting ends a writer's wait for room in the in-flight ring when the
+// connection died or its write deadline (kgo's write timeout, a canceled
+// request context) passed, as a blocked socket write would end.
+func (c *conn) stopWaiting() error {
+	if c.dead.Load() {
+		return net.ErrClosed
+	}
+	if dl := c.wdl.Load(); dl != 0 && time.Now().UnixNano() >= dl {
+		return os.ErrDeadlineExceeded
+	}
+	return nil
+}
+
+// SetWriteDeadline sets the socket's write deadline and remembers it for a
+// wait in the in-flight ring.
+func (c *conn) SetWriteDeadline(t time.Time) error {
+	c.wdl.Store(deadlineNanos(t))
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets both deadlines; see SetWriteDeadline.
+func (c *conn) SetDeadline(t time.Time) error {
+	c.wdl.Store(deadlineNanos(t))
+	return c.Conn.SetDeadline(t)
+}
+
+func deadlineNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // Close closes the socket; a writer waiting for room in the in-flight ring

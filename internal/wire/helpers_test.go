@@ -58,6 +58,7 @@ type memConn struct {
 	in      []byte
 	chunk   int
 	closed  bool
+	eofWith bool // return io.EOF with the last bytes, as tls.Conn may
 }
 
 func (m *memConn) Read(p []byte) (int, error) {
@@ -74,6 +75,9 @@ func (m *memConn) Read(p []byte) (int, error) {
 	}
 	n := copy(p, m.in)
 	m.in = m.in[n:]
+	if m.eofWith && len(m.in) == 0 {
+		return n, io.EOF
+	}
 	return n, nil
 }
 

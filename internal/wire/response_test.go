@@ -6,6 +6,7 @@ import (
 	"errors"
 	"github.com/stretchr/testify/require"
 	"io"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -376,3 +377,46 @@ func TestReadAPIVersionsInconsistentClusterID(t *testing.T) {
 		require.Equal(t, tc.want, got.ErrorCode, "code %d", tc.code)
 	}
 }
+
+// TestReadDataWithEOF: a socket that returns the last bytes together with
+// io.EOF must not lose them, also when the frame is held for inspection
+// (ApiVersions answers always are).
+func TestReadDataWithEOF(t *testing.T) {
+	c, m, _ := newTestConn(t, consistency.NewMemoryStore(), nil)
+	sendRequests(t, c, apiVersionsReq(4))
+	r := kmsg.NewPtrApiVersionsResponse()
+	r.Version = 4
+	r.ErrorCode = 104
+	frame := respFrame(0, nil, r.AppendTo(nil))
+	m.in, m.eofWith = frame, true
+	out, err := readAll(c, 4096)
+	require.ErrorIs(t, err, io.EOF)
+	require.Len(t, out, len(frame), "every byte of the frame reaches kgo before EOF")
+	require.Equal(t, []byte{0, 129}, out[8:10], "and the rewrite still happened")
+}
+
+// TestLocalCloseIsNoRejection: only a broker ending the connection under a
+// stamped request is reported as a rejection; a local close is not.
+func TestLocalCloseIsNoRejection(t *testing.T) {
+	store := knownStore(t, "abc", 5)
+	rec := &rejections{}
+	c, m, _ := newTestConn(t, store, func(cfg *Config) { cfg.Observer = rec })
+	sendRequests(t, c, metadataReq(12))
+	require.NoError(t, c.Close())
+	_, _ = readAll(c, 4096)
+	require.Zero(t, rec.n.Load(), "a local close is no rejection")
+
+	c, m, _ = newTestConn(t, store, func(cfg *Config) { cfg.Observer = rec })
+	sendRequests(t, c, metadataReq(12))
+	m.in = nil // the broker hangs up without answering
+	_, err := readAll(c, 4096)
+	require.ErrorIs(t, err, io.EOF)
+	require.Equal(t, int32(1), rec.n.Load(), "a hang-up under a stamped request is")
+}
+
+type rejections struct {
+	recorder
+	n atomic.Int32
+}
+
+func (r *rejections) OnStampRejected(string) { r.n.Add(1) }

@@ -3,16 +3,19 @@ package wire
 import (
 	"errors"
 	"net"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kconsist/kconsist/consistency"
 )
 
 // TestInflightsRing: FIFO order across wrap-around, a full ring makes the
 // writer wait for the reader, and a dead connection ends the wait.
 func TestInflightsRing(t *testing.T) {
 	var q inflights
-	alive := func() bool { return false }
+	alive := func() error { return nil }
 	for round := range 3 { // wraps the ring
 		for k := range maxInflight {
 			if err := q.push(inflight{corr: int32(round*1000 + k)}, alive); err != nil {
@@ -50,10 +53,39 @@ func TestInflightsRing(t *testing.T) {
 	}
 
 	var dead atomic.Bool
-	go func() { done <- q.push(inflight{}, dead.Load) }()
+	stop := func() error {
+		if dead.Load() {
+			return net.ErrClosed
+		}
+		return nil
+	}
+	go func() { done <- q.push(inflight{}, stop) }()
 	time.Sleep(10 * time.Millisecond) // let the writer reach the wait; the test holds either way
 	dead.Store(true)
 	if err := <-done; !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("push on a dead connection: %v", err)
+	}
+}
+
+// TestWriteFullRingHonoursDeadline: with the ring full, a Write waits for
+// room like a blocked socket write, and ends at its write deadline.
+func TestWriteFullRingHonoursDeadline(t *testing.T) {
+	c, _, _ := newTestConn(t, consistency.NewMemoryStore(), nil)
+	frame := reqFrame(metadataReq(12), 1)
+	for range maxInflight {
+		if _, err := c.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.SetWriteDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := c.Write(frame)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("write into a full ring: %v", err)
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Fatalf("waited %v", waited)
 	}
 }
