@@ -102,6 +102,49 @@ type Producer[K, V any] struct {
 	mu     sync.Mutex              // serializes replacing cur
 	topics sync.Map
 	cancel func()
+	closed atomic.Bool
+
+	// Records between a failure and their outcome (waiting for a cluster
+	// verdict, or being sent again); Flush waits for them.
+	omu         sync.Mutex
+	outstanding int
+	idle        chan struct{} // closed when outstanding drops to zero
+}
+
+func (p *Producer[K, V]) begin() {
+	p.omu.Lock()
+	if p.outstanding == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.outstanding++
+	p.omu.Unlock()
+}
+
+func (p *Producer[K, V]) end() {
+	p.omu.Lock()
+	p.outstanding--
+	if p.outstanding == 0 {
+		close(p.idle)
+	}
+	p.omu.Unlock()
+}
+
+// waitIdle waits until no failed record awaits its outcome; it reports
+// whether there was any to wait for.
+func (p *Producer[K, V]) waitIdle(ctx context.Context) (bool, error) {
+	p.omu.Lock()
+	ch := p.idle
+	busy := p.outstanding > 0
+	p.omu.Unlock()
+	if !busy {
+		return false, nil
+	}
+	select {
+	case <-ch:
+		return true, nil
+	case <-ctx.Done():
+		return true, ctx.Err()
+	}
 }
 
 // current is the client records go to and the cluster generation it was
@@ -237,6 +280,7 @@ func (p *Producer[K, V]) send(ctx context.Context, kr *kgo.Record, done func(Res
 		}
 		// The promise runs on a franz-go goroutine, which must not block:
 		// wait for the cluster verdict elsewhere.
+		p.begin()
 		go p.afterFailure(ctx, kr, cl, gen, err, done)
 	})
 }
@@ -245,6 +289,7 @@ func (p *Producer[K, V]) send(ctx context.Context, kr *kgo.Record, done func(Res
 // in flight is over: the error it had, a ClusterChangedError (pinned), or a
 // new attempt on a client made for the new cluster.
 func (p *Producer[K, V]) afterFailure(ctx context.Context, kr *kgo.Record, cl *kgo.Client, gen uint64, err error, done func(Result, error)) {
+	defer p.end() // after done ran, or the record went to a client again
 	if errors.Is(err, kerr.UnknownTopicID) {
 		// A topic id that stopped matching is how a cluster moved behind
 		// the bootstrap address shows when no rebootstrap happened.
@@ -278,6 +323,9 @@ func (p *Producer[K, V]) followChange(gen uint64, old *kgo.Client) error {
 	if c := p.cur.Load(); c.cl != old || c.gen >= gen {
 		return nil
 	}
+	if p.closed.Load() {
+		return kgo.ErrClientClosed // no new client after Close
+	}
 	next, err := p.follow.NewClient()
 	if err != nil {
 		return fmt.Errorf("producer: follow the cluster change: %w", err)
@@ -288,16 +336,36 @@ func (p *Producer[K, V]) followChange(gen uint64, old *kgo.Client) error {
 }
 
 // Flush waits until every record produced so far is acknowledged or failed.
-func (p *Producer[K, V]) Flush(ctx context.Context) error { return p.Kgo().Flush(ctx) }
+func (p *Producer[K, V]) Flush(ctx context.Context) error {
+	// A failed record may wait for a cluster verdict and then go to a new
+	// client: flush, wait for such records, and flush again until none is
+	// left, so that every done callback has run when Flush returns.
+	for {
+		if err := p.Kgo().Flush(ctx); err != nil {
+			return err
+		}
+		waited, err := p.waitIdle(ctx)
+		if err != nil {
+			return err
+		}
+		if !waited {
+			return nil
+		}
+	}
+}
 
 // Close flushes (bounded by ctx) and closes the producer. Records still
-// buffered when ctx ends fail with an error.
+// buffered when ctx ends fail with an error. No record is sent after Close
+// returns, not even one a cluster change would have sent again.
 func (p *Producer[K, V]) Close(ctx context.Context) error {
+	p.closed.Store(true)
 	if p.cancel != nil {
 		p.cancel()
 	}
+	err := p.Flush(ctx)
+	p.mu.Lock() // no client swap in progress
 	cl := p.Kgo()
-	err := cl.Flush(ctx)
+	p.mu.Unlock()
 	cl.Close()
 	return err
 }

@@ -1,0 +1,68 @@
+package producer
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// slowWatch is a ClusterWatch whose verdict comes when the test says so.
+type slowWatch struct {
+	release chan struct{}
+	gen     atomic.Uint64
+}
+
+func (w *slowWatch) Generation() uint64 { return w.gen.Load() }
+func (w *slowWatch) Settle(ctx context.Context) uint64 {
+	select {
+	case <-w.release:
+	case <-ctx.Done():
+	}
+	return w.gen.Load()
+}
+func (w *slowWatch) Check(bool)                      {}
+func (w *slowWatch) OnChange(func()) (cancel func()) { return func() {} }
+
+// TestFlushWaitsForFailedRecords: a record that failed waits for the cluster
+// verdict before its callback runs; Flush and Close return only after it
+// ran, and a cluster change seen after Close makes no new client.
+func TestFlushWaitsForFailedRecords(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	defer kc.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchMaxBytes(1000))
+	require.NoError(t, err)
+	w := &slowWatch{release: make(chan struct{})}
+	var newClients atomic.Int32
+	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
+		Watch: w,
+		NewClient: func() (*kgo.Client, error) {
+			newClients.Add(1)
+			return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+		},
+	})
+	var calls atomic.Int32
+	var got error
+	require.NoError(t, p.ProduceAsync(context.Background(), Record[[]byte, []byte]{Topic: "t", Value: make([]byte, 2000)},
+		func(_ Result, err error) { got = err; calls.Add(1) }))
+
+	flushed := make(chan error, 1)
+	go func() { flushed <- p.Close(context.Background()) }()
+	select {
+	case <-flushed:
+		t.Fatal("Close returned before the failed record's callback ran")
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.gen.Add(1) // a cluster change is seen meanwhile
+	close(w.release)
+	require.NoError(t, <-flushed)
+	require.Equal(t, int32(1), calls.Load())
+	require.Error(t, got)
+	require.ErrorIs(t, got, kgo.ErrClientClosed, "the record is not sent again after Close")
+	require.Zero(t, newClients.Load(), "no client is made after Close")
+}
