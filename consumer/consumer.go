@@ -84,6 +84,7 @@ type Consumer[K, V any] struct {
 	cl       *kgo.Client
 	assigned map[string]map[int32]kgo.Offset
 	changed  error // sticky: the pinned cluster is gone
+	closed   bool  // Close was called
 	cancel   func()
 }
 
@@ -128,6 +129,11 @@ func (c *Consumer[K, V]) followChange(f Follow) {
 	}
 	next, err := f.NewClient()
 	c.mu.Lock()
+	if err == nil && c.closed {
+		c.mu.Unlock()
+		next.Close() // the consumer was closed meanwhile
+		return
+	}
 	if err != nil {
 		c.changed = fmt.Errorf("consumer: follow the cluster change: %w", err)
 		c.mu.Unlock()
@@ -194,11 +200,18 @@ func (c *Consumer[K, V]) Poll(ctx context.Context, max int) ([]Record[K, V], err
 		return nil, changed
 	}
 	fs := cl.PollRecords(ctx, max)
-	if fs.IsClientClosed() {
-		if _, changed := c.client(); changed != nil {
+	for fs.IsClientClosed() {
+		// Closed by Close, by a pinned consumer's cluster change, or
+		// replaced by a client that followed a change: poll that one.
+		next, changed := c.client()
+		switch {
+		case changed != nil:
 			return nil, changed
+		case next == cl || c.isClosed():
+			return nil, kgo.ErrClientClosed
 		}
-		return nil, kgo.ErrClientClosed
+		cl = next
+		fs = cl.PollRecords(ctx, max)
 	}
 	var errs []error
 	fs.EachError(func(t string, p int32, err error) {
@@ -245,8 +258,17 @@ func (c *Consumer[K, V]) Commit(ctx context.Context) error {
 
 // Close leaves the group (committing what was polled) and closes the client.
 func (c *Consumer[K, V]) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
 	if c.cancel != nil {
 		c.cancel()
 	}
 	c.Kgo().Close()
+}
+
+func (c *Consumer[K, V]) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
