@@ -195,12 +195,18 @@ type Watcher struct {
 
 	mu      sync.Mutex
 	cluster string
-	gen     uint64        // cluster changes seen
-	pending int           // checks in flight
-	settled chan struct{} // closed when pending drops to zero
-	closed  chan struct{}
-	once    sync.Once
-	subs    map[*func()]struct{}
+	gen     uint64 // cluster changes seen
+	// Checks are coalesced: requested counts Check calls, handled the
+	// ones a finished probe has answered, and one goroutine probes while
+	// handled < requested. A probe answers every request made before it
+	// started, so a storm of Checks costs one probe at a time.
+	requested, handled uint64
+	running            bool
+	rebootstrapped     bool          // some request since the last probe was a rebootstrap
+	progress           chan struct{} // closed (and replaced) when handled moves
+	closed             chan struct{}
+	once               sync.Once
+	subs               map[*func()]struct{}
 }
 
 // OnChange calls fn (on the watcher's goroutine) after each cluster change
@@ -239,24 +245,35 @@ func (w *Watcher) Generation() uint64 {
 	return w.gen
 }
 
-// Settle waits until no cluster check is in flight (or ctx ends) and returns
-// the generation then.
+// Settle waits until every check requested before the call has been
+// answered (or ctx ends) and returns the generation then. Checks requested
+// later do not hold it up.
 func (w *Watcher) Settle(ctx context.Context) uint64 {
-	for {
-		w.mu.Lock()
-		if w.pending == 0 {
-			gen := w.gen
-			w.mu.Unlock()
-			return gen
-		}
-		ch := w.settled
+	w.mu.Lock()
+	target := w.requested
+	for w.handled < target {
+		ch := w.progressCh()
 		w.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return w.Generation()
+		case <-w.closedCh():
+			return w.Generation()
 		}
+		w.mu.Lock()
 	}
+	gen := w.gen
+	w.mu.Unlock()
+	return gen
+}
+
+// progressCh returns the channel closed at the next progress; w.mu held.
+func (w *Watcher) progressCh() chan struct{} {
+	if w.progress == nil {
+		w.progress = make(chan struct{})
+	}
+	return w.progress
 }
 
 // Cluster returns the cluster id last learnt, or "".
@@ -294,12 +311,37 @@ func (w *Watcher) Rebootstrapped() { w.Check(true) }
 // bootstrap address shows only that way.
 func (w *Watcher) Check(rebootstrapped bool) {
 	w.mu.Lock()
-	if w.pending == 0 {
-		w.settled = make(chan struct{})
-	}
-	w.pending++
+	w.requested++
+	w.rebootstrapped = w.rebootstrapped || rebootstrapped
+	start := !w.running
+	w.running = true
 	w.mu.Unlock()
-	go w.check(rebootstrapped)
+	if start {
+		go w.loop()
+	}
+}
+
+// loop probes until every requested check is answered.
+func (w *Watcher) loop() {
+	for {
+		w.mu.Lock()
+		if w.handled == w.requested {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		target, reb := w.requested, w.rebootstrapped
+		w.rebootstrapped = false
+		w.mu.Unlock()
+		w.check(reb)
+		w.mu.Lock()
+		w.handled = target
+		if w.progress != nil {
+			close(w.progress)
+			w.progress = nil
+		}
+		w.mu.Unlock()
+	}
 }
 
 // ask returns the cluster id the seeds name, or "" if none answered in time.
@@ -313,6 +355,13 @@ func (w *Watcher) ask() string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	go func() {
+		select {
+		case <-w.closedCh():
+			cancel() // Close ends a probe in flight too
+		case <-ctx.Done():
+		}
+	}()
 	// Right after a rebootstrap the old connections are being torn down,
 	// so the first tries may fail.
 	for {
@@ -360,18 +409,13 @@ func (w *Watcher) check(rebootstrapped bool) {
 		}
 	}
 	w.mu.Unlock()
-	// Report before settling, so that whoever waits in Settle sees the
-	// event's effects (a reset store, failed records) already in place.
+	// Report before the check counts as handled, so that whoever waits in
+	// Settle sees the event's effects (a reset store, failed records)
+	// already in place.
 	if w.OnEvent != nil {
 		w.OnEvent(ev)
 	}
 	for _, fn := range subs {
 		fn()
 	}
-	w.mu.Lock()
-	w.pending--
-	if w.pending == 0 {
-		close(w.settled)
-	}
-	w.mu.Unlock()
 }

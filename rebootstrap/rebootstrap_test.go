@@ -209,3 +209,41 @@ func TestWatcherCloseStopsProbing(t *testing.T) {
 	w.Settle(ctx)
 	require.NoError(t, ctx.Err(), "Close ended the check")
 }
+
+// TestWatcherCoalescesChecks: a storm of checks costs one probe at a time,
+// and Settle waits only for checks requested before it, so it returns
+// while the storm goes on.
+func TestWatcherCoalescesChecks(t *testing.T) {
+	var probes atomic.Int32
+	w := &Watcher{Probe: func(context.Context) (string, error) {
+		probes.Add(1)
+		time.Sleep(100 * time.Millisecond)
+		return "a", nil
+	}}
+	defer w.Close()
+	stop := make(chan struct{})
+	storm := make(chan struct{})
+	go func() {
+		defer close(storm)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				w.Check(false)
+			}
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	w.Check(false)
+	w.Settle(ctx)
+	require.NoError(t, ctx.Err(), "Settle returned during the storm")
+	require.Less(t, time.Since(start), time.Second)
+	close(stop)
+	<-storm
+	w.Settle(ctx)
+	require.Less(t, probes.Load(), int32(20), "checks were coalesced (%d probes)", probes.Load())
+}
