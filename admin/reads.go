@@ -20,8 +20,10 @@ import (
 // a broker, carrying the token. The only visible difference is that the
 // answers include authorized operations.
 //
-// Methods not listed here read metadata only to route their requests, and
-// franz-go refreshes routes that turn out to be wrong.
+// Every kadm method that reads metadata through kadm's own lookups is
+// shadowed here (as of kadm v1.20.0). Methods not listed read metadata only
+// to route their requests, and franz-go refreshes routes that turn out to
+// be wrong.
 
 func fresh(ctx context.Context) context.Context { return kadm.WithAuthorizedOps(ctx) }
 
@@ -91,4 +93,50 @@ func (c *Client) Lag(ctx context.Context, groups ...string) (kadm.DescribedGroup
 // taken from a cache.
 func (c *Client) ApiVersions(ctx context.Context) (kadm.BrokersApiVersions, error) { //nolint:revive // kadm's name
 	return c.Client.ApiVersions(fresh(ctx))
+}
+
+// CreatePartitions is kadm.Client.CreatePartitions; the partition counts it
+// adds to are never taken from a cache.
+func (c *Client) CreatePartitions(ctx context.Context, add int, topics ...string) (kadm.CreatePartitionsResponses, error) {
+	return c.Client.CreatePartitions(fresh(ctx), add, topics...)
+}
+
+// UpdatePartitions is kadm.Client.UpdatePartitions; the partition counts it
+// compares with are never taken from a cache.
+func (c *Client) UpdatePartitions(ctx context.Context, set int, topics ...string) (kadm.CreatePartitionsResponses, error) {
+	return c.Client.UpdatePartitions(fresh(ctx), set, topics...)
+}
+
+// ValidateCreatePartitions is kadm.Client.ValidateCreatePartitions, never
+// from a cache.
+func (c *Client) ValidateCreatePartitions(ctx context.Context, add int, topics ...string) (kadm.CreatePartitionsResponses, error) {
+	return c.Client.ValidateCreatePartitions(fresh(ctx), add, topics...)
+}
+
+// ValidateUpdatePartitions is kadm.Client.ValidateUpdatePartitions, never
+// from a cache.
+func (c *Client) ValidateUpdatePartitions(ctx context.Context, set int, topics ...string) (kadm.CreatePartitionsResponses, error) {
+	return c.Client.ValidateUpdatePartitions(fresh(ctx), set, topics...)
+}
+
+// CommitOffsets is kadm.Client.CommitOffsets; the topic ids it commits
+// under are never taken from a cache.
+func (c *Client) CommitOffsets(ctx context.Context, group string, os kadm.Offsets) (kadm.OffsetResponses, error) {
+	return c.Client.CommitOffsets(fresh(ctx), group, os)
+}
+
+// CommitOffsetsByID is kadm.Client.CommitOffsetsByID, never from a cache.
+func (c *Client) CommitOffsetsByID(ctx context.Context, group string, os kadm.OffsetsByID) (kadm.OffsetResponsesByID, error) {
+	return c.Client.CommitOffsetsByID(fresh(ctx), group, os)
+}
+
+// ListMaxTimestampOffsets is kadm.Client.ListMaxTimestampOffsets, never
+// from a cache.
+func (c *Client) ListMaxTimestampOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+	return c.Client.ListMaxTimestampOffsets(fresh(ctx), topics...)
+}
+
+// DescribeProducers is kadm.Client.DescribeProducers, never from a cache.
+func (c *Client) DescribeProducers(ctx context.Context, s kadm.TopicsSet) (kadm.DescribedProducersTopics, error) {
+	return c.Client.DescribeProducers(fresh(ctx), s)
 }
