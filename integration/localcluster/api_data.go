@@ -139,7 +139,7 @@ func handleFetch(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 			cn.gatewayOf(br.NodeID, &br.Host, &br.Port)
 		}
 		var token int64
-		stale, ahead := false, false
+		stale := false
 		cn.b.view(func(im *image) {
 			token = im.offset
 			for i := range resp.Topics {
@@ -147,7 +147,9 @@ func handleFetch(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 				for j := range t.Partitions {
 					p := &t.Partitions[j]
 					known := im.hasPartition(t.Topic, t.TopicID, p.Partition)
-					ahead = ahead || (known && goneInKfake(p.ErrorCode))
+					if known && goneInKfake(p.ErrorCode) {
+						p.ErrorCode = inFlux
+					}
 					if p.ErrorCode != 0 || known {
 						continue
 					}
@@ -166,9 +168,6 @@ func handleFetch(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 		if stale {
 			cn.b.c.stats.stale.Add(1)
 		}
-		if ahead {
-			token = max(token, cn.b.c.settledEnd())
-		}
 		return token
 	}
 	return frame, nil
@@ -178,7 +177,7 @@ func handleListOffsets(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 	x.post = func(r kmsg.Response) int64 {
 		resp := r.(*kmsg.ListOffsetsResponse)
 		var token int64
-		stale, ahead := false, false
+		stale := false
 		cn.b.view(func(im *image) {
 			token = im.offset
 			for i := range resp.Topics {
@@ -186,7 +185,9 @@ func handleListOffsets(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 				for j := range t.Partitions {
 					p := &t.Partitions[j]
 					known := im.hasPartition(t.Topic, [16]byte{}, p.Partition)
-					ahead = ahead || (known && goneInKfake(p.ErrorCode))
+					if known && goneInKfake(p.ErrorCode) {
+						p.ErrorCode = inFlux
+					}
 					if p.ErrorCode != 0 || known {
 						continue
 					}
@@ -201,9 +202,6 @@ func handleListOffsets(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 		if stale {
 			cn.b.c.stats.stale.Add(1)
 		}
-		if ahead {
-			token = max(token, cn.b.c.settledEnd())
-		}
 		return token
 	}
 	return frame, nil
@@ -217,17 +215,12 @@ func goneInKfake(code int16) bool {
 	return code == kerr.UnknownTopicOrPartition.Code || code == kerr.UnknownTopicID.Code
 }
 
-// settledEnd waits for a metadata mutation in flight to commit and returns
-// the log end then. An answer that already reflects that mutation (see
-// goneInKfake) must carry a token at least this high: a token of the
-// broker's applied offset would claim an older state than the answer shows,
-// and a client could then see the topic gone, then present again.
-func (c *Cluster) settledEnd() int64 {
-	if c.lockMutation(c.done) {
-		defer c.unlockMutation()
-	}
-	return c.log.end()
-}
+// inFlux is the code for a partition the broker's image has but kfake has
+// already dropped: "gone" would run ahead of the answer's token (a client
+// could then see the topic gone, then present again), and waiting for the
+// delete's commit here could deadlock the connection, so the broker says
+// what a real one says while a partition moves: retry.
+var inFlux = kerr.LeaderNotAvailable.Code
 
 func putFrameSize(frame []byte) {
 	n := uint32(len(frame) - 4)
