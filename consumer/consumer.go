@@ -102,8 +102,9 @@ type Follow struct {
 	Changed func() error
 	// NewClient makes the client that takes over after a change: franz-go
 	// stops consuming a topic whose id changed, and offsets of one cluster
-	// mean nothing in another, so a consumer that follows starts afresh
-	// (auto.offset.reset decides where, in its group or its assignment).
+	// mean nothing in another, so a consumer that follows starts afresh:
+	// in a group where auto.offset.reset says, and assigned partitions at
+	// the offsets first given to Assign.
 	NewClient func() (*kgo.Client, error)
 }
 
