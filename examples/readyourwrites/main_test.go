@@ -67,7 +67,7 @@ func TestSideBySide(t *testing.T) {
 			// franz-go retries some answers); that the cluster served them
 			// stale answers does not.
 			require.Positive(t, number(t, served[1]), "lagging brokers answered plain clients stale")
-			require.GreaterOrEqual(t, number(t, seen[1]), 0)
+			_ = number(t, seen[1]) // still a count
 			require.Equal(t, "0", cells(t, out, "errors returned to the app")[0])
 			require.Equal(t, "5 / 5", cells(t, out, "records produced / consumed")[0])
 
