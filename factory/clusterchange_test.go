@@ -54,10 +54,7 @@ func (l *eventLog) has(kind EventKind) bool {
 // another cluster.
 func startOnPort(t *testing.T, id string, port int) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(id), kfake.Ports(port), kfake.SeedTopics(1, "t"))
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	return c
+	return kfakeOn(t, id, "127.0.0.1", port)
 }
 
 // TestClusterChangeFollowed replaces the cluster behind the bootstrap
