@@ -82,9 +82,10 @@ func (f *Factory) Stats() Stats { return f.stats.snapshot() }
 //
 // kadm answers many reads from franz-go's metadata cache, which is kept for
 // MetadataMinAge (5s by default) and cannot know about tokens: a topic
-// deleted a moment ago would still be listed from it. Factory admin clients
-// therefore keep it for franz-go's minimum, 10ms, so reads reach a broker,
-// which the token keeps from answering stale.
+// deleted a moment ago would still be listed from it. The admin client
+// sends kadm's metadata reads to a broker (see admin/reads.go), which the
+// token keeps from answering stale, and the cache franz-go still uses to
+// route requests is kept for its minimum, 10ms.
 func (f *Factory) Admin(opts ...Opt) (*admin.Client, error) {
 	cl, _, err := f.client(opts, []kgo.Opt{kgo.MetadataMinAge(10 * time.Millisecond)})
 	if err != nil {
