@@ -11,6 +11,11 @@
 // answers INCONSISTENT_METADATA, which the client retries within franz-go's
 // request retry budget; past it, errors satisfy
 // errors.Is(err, consistency.ErrInconsistentMetadata).
+//
+// One behaviour differs from kadm on purpose: methods that read topic or
+// broker metadata never answer from franz-go's metadata cache, which cannot
+// know about tokens (see reads.go). Their answers also list authorized
+// operations, which is how kadm is told to skip the cache.
 package admin
 
 import (
