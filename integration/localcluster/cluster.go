@@ -85,10 +85,7 @@ func New(opts ...Opt) (*Cluster, error) {
 		cfg.clusterID = base64.RawURLEncoding.EncodeToString(id[:])
 	}
 
-	doors, err := newSideDoors()
-	if err != nil {
-		return nil, err
-	}
+	doors := newSideDoors()
 	// The side doors go first, so that a ListenFn of the caller's wins.
 	kopts := append([]kfake.Opt{kfake.ListenFn(doors.listen)}, cfg.kfakeOpts...)
 	kopts = append(kopts, kfake.NumBrokers(cfg.brokers), kfake.ClusterID(cfg.clusterID))
@@ -97,7 +94,6 @@ func New(opts ...Opt) (*Cluster, error) {
 	}
 	kf, err := kfake.NewCluster(kopts...)
 	if err != nil {
-		doors.close()
 		return nil, fmt.Errorf("localcluster: kfake: %w", err)
 	}
 	c := &Cluster{
@@ -114,13 +110,11 @@ func New(opts ...Opt) (*Cluster, error) {
 	c.direct, err = kgo.NewClient(kgo.SeedBrokers(c.kfAddrs...), kgo.MetadataMinAge(10*time.Millisecond), kgo.Dialer(doors.dial))
 	if err != nil {
 		kf.Close()
-		doors.close()
 		return nil, fmt.Errorf("localcluster: control client: %w", err)
 	}
 	if err := c.bootstrap(); err != nil {
 		c.direct.Close()
 		kf.Close()
-		doors.close()
 		return nil, err
 	}
 	for i := range cfg.brokers {
@@ -217,7 +211,6 @@ func (c *Cluster) Close() {
 		c.wg.Wait()
 		c.direct.Close()
 		c.kf.Close()
-		c.doors.close()
 	})
 }
 

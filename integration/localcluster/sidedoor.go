@@ -4,97 +4,96 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // The gateways reach their kfake brokers through a side door: each kfake
 // broker listens on its TCP port (KfakeAddrs, for anyone who wants kfake
-// itself) and also on a unix socket, which the gateway and the control
-// client dial. A unix socket pair skips the TCP stack, and the gateway's
-// extra hop is most of what it costs next to kfake direct.
+// itself) and also accepts in-memory connections, which the gateway and the
+// control client dial. The gateway's extra hop is most of what it costs next
+// to kfake direct, and an in-memory hop wakes the goroutine on the other side
+// directly instead of through the network poller.
 
-// sideDoors maps kfake TCP addresses to the unix sockets beside them.
+// sideDoors maps kfake TCP addresses to the in-memory doors beside them.
 type sideDoors struct {
-	dir    string
 	dialer net.Dialer
 	mu     sync.Mutex
-	paths  map[string]string
+	doors  map[string]*fanIn
+	seq    atomic.Uint64
 }
 
-func newSideDoors() (*sideDoors, error) {
-	dir, err := os.MkdirTemp("", "localcluster-")
-	if err != nil {
-		return nil, fmt.Errorf("localcluster: side door dir: %w", err)
-	}
-	return &sideDoors{dir: dir, dialer: net.Dialer{Timeout: 5 * time.Second}, paths: map[string]string{}}, nil
+func newSideDoors() *sideDoors {
+	return &sideDoors{dialer: net.Dialer{Timeout: 5 * time.Second}, doors: map[string]*fanIn{}}
 }
 
-// listen is kfake's ListenFn: a TCP listener on address, merged with a unix
-// listener in the side door directory.
+// listen is kfake's ListenFn: a TCP listener on address that also accepts
+// in-memory connections from dial.
 func (s *sideDoors) listen(network, address string) (net.Listener, error) {
 	tcp, err := net.Listen(network, address)
 	if err != nil {
 		return nil, err
 	}
+	f := newFanIn(tcp)
 	s.mu.Lock()
-	path := filepath.Join(s.dir, fmt.Sprintf("b%d.sock", len(s.paths)))
-	s.paths[tcp.Addr().String()] = path
+	s.doors[tcp.Addr().String()] = f
 	s.mu.Unlock()
-	unix, err := net.Listen("unix", path)
-	if err != nil {
-		tcp.Close()
-		return nil, err
-	}
-	return newFanIn(tcp, unix), nil
+	return f, nil
 }
 
-// dial dials the side door of the kfake broker at addr, or addr itself
-// when it has none (a kfake made with a ListenFn of the caller's).
+// dial connects in memory to the kfake broker at addr, or dials addr itself
+// when it has no side door (a kfake made with a ListenFn of the caller's).
 func (s *sideDoors) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	s.mu.Lock()
-	path, ok := s.paths[addr]
+	f, ok := s.doors[addr]
 	s.mu.Unlock()
-	if ok {
-		return s.dialer.DialContext(ctx, "unix", path)
+	if !ok {
+		return s.dialer.DialContext(ctx, network, addr)
 	}
-	return s.dialer.DialContext(ctx, network, addr)
+	id := s.seq.Add(1)
+	ours, theirs := memPipe(memAddr(fmt.Sprintf("mem-client-%d", id)), memAddr("mem-"+addr))
+	select {
+	case f.conns <- theirs:
+		return ours, nil
+	case <-f.done:
+		return nil, fmt.Errorf("dial %s: %w", addr, net.ErrClosed)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
-func (s *sideDoors) close() { os.RemoveAll(s.dir) }
-
-// fanIn accepts from several listeners; its address is the first one's.
+// fanIn accepts from a listener and from in-memory dials; its address is the
+// listener's.
 type fanIn struct {
-	lns   []net.Listener
+	ln    net.Listener
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
 	wg    sync.WaitGroup
 }
 
-func newFanIn(lns ...net.Listener) *fanIn {
-	f := &fanIn{lns: lns, conns: make(chan net.Conn), done: make(chan struct{})}
-	for _, ln := range lns {
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				select {
-				case f.conns <- c:
-				case <-f.done:
-					c.Close()
-					return
-				}
+func newFanIn(ln net.Listener) *fanIn {
+	f := &fanIn{ln: ln, conns: make(chan net.Conn), done: make(chan struct{})}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
 			}
-		}()
-	}
+			select {
+			case f.conns <- c:
+			case <-f.done:
+				c.Close()
+				return
+			}
+		}
+	}()
 	return f
 }
 
@@ -108,15 +107,204 @@ func (f *fanIn) Accept() (net.Conn, error) {
 }
 
 func (f *fanIn) Close() error {
-	var errs []error
+	var err error
 	f.once.Do(func() {
 		close(f.done)
-		for _, ln := range f.lns {
-			errs = append(errs, ln.Close())
-		}
+		err = f.ln.Close()
 		f.wg.Wait()
 	})
-	return errors.Join(errs...)
+	return err
 }
 
-func (f *fanIn) Addr() net.Addr { return f.lns[0].Addr() }
+func (f *fanIn) Addr() net.Addr { return f.ln.Addr() }
+
+// memAddr names one end of an in-memory connection.
+type memAddr string
+
+func (memAddr) Network() string  { return "mem" }
+func (a memAddr) String() string { return string(a) }
+
+// memPipe returns the two ends of an in-memory, buffered, full-duplex
+// connection. Unlike net.Pipe, a Write never waits for the reader: it
+// appends to the peer's buffer, as a socket with a large buffer would. The
+// gateway bounds what can be buffered (pipelineDepth requests and their
+// responses), so the buffers need no limit of their own.
+func memPipe(a, b net.Addr) (*memConn, *memConn) {
+	ab, ba := newMemBuf(), newMemBuf()
+	x := &memConn{in: ba, out: ab, local: a, remote: b, closed: make(chan struct{})}
+	y := &memConn{in: ab, out: ba, local: b, remote: a, closed: make(chan struct{})}
+	x.rdl.init()
+	x.wdl.init()
+	y.rdl.init()
+	y.wdl.init()
+	return x, y
+}
+
+// memBuf is one direction of a memPipe.
+type memBuf struct {
+	mu     sync.Mutex
+	data   []byte
+	off    int
+	eof    bool          // the writer closed: reads drain, then io.EOF
+	broken bool          // the reader closed: writes fail
+	ready  chan struct{} // one token when data or eof may be waiting
+}
+
+func newMemBuf() *memBuf { return &memBuf{ready: make(chan struct{}, 1)} }
+
+func (m *memBuf) signal() {
+	select {
+	case m.ready <- struct{}{}:
+	default:
+	}
+}
+
+// memConn is one end of a memPipe; it is a net.Conn with deadlines.
+type memConn struct {
+	in, out       *memBuf
+	local, remote net.Addr
+	rdl, wdl      deadline
+	closeOnce     sync.Once
+	closed        chan struct{}
+}
+
+var errBrokenPipe = errors.New("broken pipe: the other end is closed")
+
+func (c *memConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	m := c.in
+	for {
+		select {
+		case <-c.closed:
+			return 0, net.ErrClosed
+		default:
+		}
+		m.mu.Lock()
+		if m.off < len(m.data) {
+			n := copy(p, m.data[m.off:])
+			m.off += n
+			if m.off == len(m.data) {
+				m.off, m.data = 0, m.data[:0]
+				if cap(m.data) > 1<<20 { // do not keep a huge frame's buffer
+					m.data = nil
+				}
+			}
+			m.mu.Unlock()
+			return n, nil
+		}
+		eof := m.eof
+		m.mu.Unlock()
+		if eof {
+			return 0, io.EOF
+		}
+		select {
+		case <-m.ready:
+		case <-c.closed:
+			return 0, net.ErrClosed
+		case <-c.rdl.expired():
+			return 0, os.ErrDeadlineExceeded
+		}
+	}
+}
+
+func (c *memConn) Write(p []byte) (int, error) {
+	select {
+	case <-c.closed:
+		return 0, net.ErrClosed
+	case <-c.wdl.expired():
+		return 0, os.ErrDeadlineExceeded
+	default:
+	}
+	m := c.out
+	m.mu.Lock()
+	if m.broken {
+		m.mu.Unlock()
+		return 0, errBrokenPipe
+	}
+	m.data = append(m.data, p...)
+	m.mu.Unlock()
+	m.signal()
+	return len(p), nil
+}
+
+func (c *memConn) Close() error {
+	first := false
+	c.closeOnce.Do(func() {
+		first = true
+		close(c.closed)
+		c.out.mu.Lock()
+		c.out.eof = true
+		c.out.mu.Unlock()
+		c.out.signal()
+		c.in.mu.Lock()
+		c.in.broken = true
+		c.in.data, c.in.off = nil, 0
+		c.in.mu.Unlock()
+		c.rdl.set(time.Time{})
+		c.wdl.set(time.Time{})
+	})
+	if !first {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+func (c *memConn) LocalAddr() net.Addr  { return c.local }
+func (c *memConn) RemoteAddr() net.Addr { return c.remote }
+
+func (c *memConn) SetDeadline(t time.Time) error {
+	c.rdl.set(t)
+	c.wdl.set(t)
+	return nil
+}
+func (c *memConn) SetReadDeadline(t time.Time) error  { c.rdl.set(t); return nil }
+func (c *memConn) SetWriteDeadline(t time.Time) error { c.wdl.set(t); return nil }
+
+// deadline is a settable point in time whose expiry closes a channel.
+type deadline struct {
+	mu    sync.Mutex
+	timer *time.Timer
+	gen   uint64        // bumped by every set, so a stale timer does nothing
+	ch    chan struct{} // closed while the deadline has passed
+}
+
+func (d *deadline) init() { d.ch = make(chan struct{}) }
+
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.gen++
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	select {
+	case <-d.ch: // passed: a new deadline starts open
+		d.ch = make(chan struct{})
+	default:
+	}
+	if t.IsZero() {
+		return
+	}
+	wait := time.Until(t)
+	if wait <= 0 {
+		close(d.ch)
+		return
+	}
+	gen := d.gen
+	d.timer = time.AfterFunc(wait, func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.gen == gen {
+			close(d.ch)
+		}
+	})
+}
+
+func (d *deadline) expired() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ch
+}

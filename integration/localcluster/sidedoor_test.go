@@ -2,28 +2,110 @@ package localcluster
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/net/nettest"
 )
 
-// TestSideDoors: kfake answers on its TCP address and on its unix side door,
-// the gateway uses the side door, and Close removes the sockets.
+// TestSideDoors: kfake answers on its TCP address and through its in-memory
+// side door, and the gateway uses the side door.
 func TestSideDoors(t *testing.T) {
 	c, err := New(Brokers(2))
 	require.NoError(t, err)
-	dir := c.doors.dir
+	defer c.Close()
 	for _, addr := range c.KfakeAddrs() {
 		conn, err := c.doors.dial(context.Background(), "tcp", addr)
 		require.NoError(t, err)
-		require.Equal(t, "unix", conn.RemoteAddr().Network(), "the side door is a unix socket")
+		require.Equal(t, "mem", conn.RemoteAddr().Network(), "the side door is in memory")
 		conn.Close()
-		tcp, err := (&c.doors.dialer).DialContext(context.Background(), "tcp", addr)
-		require.NoError(t, err, "kfake still listens on TCP")
-		tcp.Close()
 	}
+	// kfake still serves TCP: a plain client straight to kfake.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.KfakeAddrs()...))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, cl.Ping(ctx))
+}
+
+// TestSideDoorClosed: dialing a closed cluster's side door fails at once.
+func TestSideDoorClosed(t *testing.T) {
+	c, err := New(Brokers(1))
+	require.NoError(t, err)
+	addr := c.KfakeAddrs()[0]
 	c.Close()
-	_, err = os.Stat(dir)
-	require.True(t, os.IsNotExist(err), "sockets removed: %v", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = c.doors.dial(ctx, "tcp", addr)
+	require.ErrorIs(t, err, net.ErrClosed)
+}
+
+// TestMemConn runs the x/net conformance suite for net.Conn on the
+// in-memory pipe: reads and writes of every size, deadlines, concurrent
+// close, and what each end sees when the other closes.
+func TestMemConn(t *testing.T) {
+	nettest.TestConn(t, func() (c1, c2 net.Conn, stop func(), err error) {
+		a, b := memPipe(memAddr("a"), memAddr("b"))
+		return a, b, func() { a.Close(); b.Close() }, nil
+	})
+}
+
+// TestMemConnBuffered: a write never waits for the reader, the reader sees
+// what was written before the writer closed, then io.EOF; writes to a
+// closed reader fail.
+func TestMemConnBuffered(t *testing.T) {
+	a, b := memPipe(memAddr("a"), memAddr("b"))
+	for range 100 {
+		n, err := a.Write([]byte("0123456789"))
+		require.NoError(t, err)
+		require.Equal(t, 10, n)
+	}
+	require.NoError(t, a.Close())
+	got, err := io.ReadAll(b)
+	require.NoError(t, err)
+	require.Len(t, got, 1000)
+
+	_, err = b.Write([]byte("x"))
+	require.ErrorIs(t, err, errBrokenPipe)
+	require.NoError(t, b.Close())
+	_, err = b.Read(make([]byte, 1))
+	require.ErrorIs(t, err, net.ErrClosed)
+	require.ErrorIs(t, b.Close(), net.ErrClosed)
+}
+
+// TestMemConnDeadline: a read deadline in the past fails reads at once, a
+// later one fails a blocked read when it passes, and clearing it lets a
+// read wait again.
+func TestMemConnDeadline(t *testing.T) {
+	a, b := memPipe(memAddr("a"), memAddr("b"))
+	defer a.Close()
+	defer b.Close()
+	require.NoError(t, b.SetReadDeadline(time.Now().Add(-time.Second)))
+	_, err := b.Read(make([]byte, 1))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	var ne net.Error
+	require.True(t, errors.As(err, &ne) && ne.Timeout())
+
+	require.NoError(t, b.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
+	start := time.Now()
+	_, err = b.Read(make([]byte, 1))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.GreaterOrEqual(t, time.Since(start), 15*time.Millisecond)
+
+	require.NoError(t, b.SetReadDeadline(time.Time{}))
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		a.Write([]byte("y"))
+	}()
+	buf := make([]byte, 1)
+	n, err := b.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "y", string(buf[:n]))
 }
