@@ -47,8 +47,7 @@ func handleProduce(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 	if req.Acks == 0 {
 		// No response follows; the gateway only forwards what is known.
 		if frame != nil {
-			_, err := cn.up.Write(frame)
-			return nil, err
+			return nil, cn.send(frame)
 		}
 		return nil, nil
 	}

@@ -369,7 +369,20 @@ func (cn *conn) forward(x *exchange, frame []byte) error {
 	if err := cn.enqueue(x); err != nil {
 		return err
 	}
-	_, err := cn.up.Write(frame)
+	return cn.send(frame)
+}
+
+// send writes a request frame to kfake. Through the in-memory side door the
+// frame is handed over without a copy: the gateway reads but never writes a
+// frame again once it is read (handlers that change a request build a new
+// one).
+func (cn *conn) send(frame []byte) error {
+	var err error
+	if mc, ok := cn.up.(*memConn); ok {
+		_, err = mc.writeOwned(frame)
+	} else {
+		_, err = cn.up.Write(frame)
+	}
 	return err
 }
 

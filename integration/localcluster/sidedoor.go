@@ -126,9 +126,9 @@ func (a memAddr) String() string { return string(a) }
 
 // memPipe returns the two ends of an in-memory, buffered, full-duplex
 // connection. Unlike net.Pipe, a Write never waits for the reader: it
-// appends to the peer's buffer, as a socket with a large buffer would. The
-// gateway bounds what can be buffered (pipelineDepth requests and their
-// responses), so the buffers need no limit of their own.
+// queues a copy for the peer, as a socket with a large buffer would. The
+// gateway bounds what can be queued (pipelineDepth requests and their
+// responses), so the queues need no limit of their own.
 func memPipe(a, b net.Addr) (*memConn, *memConn) {
 	ab, ba := newMemBuf(), newMemBuf()
 	x := &memConn{in: ba, out: ab, local: a, remote: b, closed: make(chan struct{})}
@@ -140,11 +140,28 @@ func memPipe(a, b net.Addr) (*memConn, *memConn) {
 	return x, y
 }
 
-// memBuf is one direction of a memPipe.
+// Spare chunks a memBuf keeps for later writes, so that a busy connection
+// does not allocate per write while an idle one holds little.
+const (
+	maxSpares    = 4
+	maxSpareSize = 4 << 20
+)
+
+// chunk is one write waiting to be read.
+type chunk struct {
+	b     []byte
+	owned bool // handed over by writeOwned: never reused as a spare
+}
+
+// memBuf is one direction of a memPipe: a queue of writes. Each write is
+// copied once, into a spare chunk when one is big enough, and read from
+// there; a chunk is never grown or moved.
 type memBuf struct {
 	mu     sync.Mutex
-	data   []byte
-	off    int
+	queue  []chunk
+	head   int // queue[head:] is unread
+	off    int // read offset into queue[head]
+	spares [][]byte
 	eof    bool          // the writer closed: reads drain, then io.EOF
 	broken bool          // the reader closed: writes fail
 	ready  chan struct{} // one token when data or eof may be waiting
@@ -157,6 +174,45 @@ func (m *memBuf) signal() {
 	case m.ready <- struct{}{}:
 	default:
 	}
+}
+
+// spare returns a buffer of length n, from the spares when one fits.
+// m.mu is held.
+func (m *memBuf) spare(n int) []byte {
+	for i, b := range m.spares {
+		if cap(b) >= n {
+			last := len(m.spares) - 1
+			m.spares[i] = m.spares[last]
+			m.spares[last] = nil
+			m.spares = m.spares[:last]
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// read copies queued bytes into p; m.mu is held.
+func (m *memBuf) read(p []byte) int {
+	n := 0
+	for n < len(p) && m.head < len(m.queue) {
+		c := &m.queue[m.head]
+		k := copy(p[n:], c.b[m.off:])
+		n += k
+		m.off += k
+		if m.off < len(c.b) {
+			break
+		}
+		if !c.owned && cap(c.b) <= maxSpareSize && len(m.spares) < maxSpares {
+			m.spares = append(m.spares, c.b[:0])
+		}
+		*c = chunk{}
+		m.head++
+		m.off = 0
+	}
+	if m.head == len(m.queue) {
+		m.queue, m.head = m.queue[:0], 0
+	}
+	return n
 }
 
 // memConn is one end of a memPipe; it is a net.Conn with deadlines.
@@ -182,15 +238,8 @@ func (c *memConn) Read(p []byte) (int, error) {
 		default:
 		}
 		m.mu.Lock()
-		if m.off < len(m.data) {
-			n := copy(p, m.data[m.off:])
-			m.off += n
-			if m.off == len(m.data) {
-				m.off, m.data = 0, m.data[:0]
-				if cap(m.data) > 1<<20 { // do not keep a huge frame's buffer
-					m.data = nil
-				}
-			}
+		if m.head < len(m.queue) {
+			n := m.read(p)
 			m.mu.Unlock()
 			return n, nil
 		}
@@ -209,7 +258,13 @@ func (c *memConn) Read(p []byte) (int, error) {
 	}
 }
 
-func (c *memConn) Write(p []byte) (int, error) {
+func (c *memConn) Write(p []byte) (int, error) { return c.write(p, false) }
+
+// writeOwned queues b itself instead of a copy: the caller gives b up and
+// must not modify it again (reading it stays safe: the peer only reads).
+func (c *memConn) writeOwned(b []byte) (int, error) { return c.write(b, true) }
+
+func (c *memConn) write(p []byte, owned bool) (int, error) {
 	select {
 	case <-c.closed:
 		return 0, net.ErrClosed
@@ -217,13 +272,21 @@ func (c *memConn) Write(p []byte) (int, error) {
 		return 0, os.ErrDeadlineExceeded
 	default:
 	}
+	if len(p) == 0 {
+		return 0, nil
+	}
 	m := c.out
 	m.mu.Lock()
 	if m.broken {
 		m.mu.Unlock()
 		return 0, errBrokenPipe
 	}
-	m.data = append(m.data, p...)
+	b := p
+	if !owned {
+		b = m.spare(len(p))
+		copy(b, p)
+	}
+	m.queue = append(m.queue, chunk{b: b, owned: owned})
 	m.mu.Unlock()
 	m.signal()
 	return len(p), nil
@@ -240,7 +303,7 @@ func (c *memConn) Close() error {
 		c.out.signal()
 		c.in.mu.Lock()
 		c.in.broken = true
-		c.in.data, c.in.off = nil, 0
+		c.in.queue, c.in.head, c.in.off, c.in.spares = nil, 0, 0, nil
 		c.in.mu.Unlock()
 		c.rdl.set(time.Time{})
 		c.wdl.set(time.Time{})
