@@ -98,6 +98,8 @@ type Producer[K, V any] struct {
 	values Serializer[V]
 	follow Follow
 
+	promise func(*kgo.Record, error) // p.promised, made once
+
 	cur    atomic.Pointer[current] // read on every record
 	mu     sync.Mutex              // serializes replacing cur
 	topics sync.Map
@@ -158,6 +160,7 @@ type current struct {
 // factory.NewProducer.
 func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
 	p := &Producer[K, V]{keys: keys, values: values}
+	p.promise = p.promised
 	p.cur.Store(&current{cl: cl})
 	return p
 }
@@ -195,7 +198,22 @@ func (p *Producer[K, V]) Kgo() *kgo.Client {
 	return p.cur.Load().cl
 }
 
-func (p *Producer[K, V]) record(r Record[K, V]) (*kgo.Record, error) {
+// inflight is one record on its way: the kgo.Record franz-go sends and what
+// its promise needs, in one allocation. The record's Context is the
+// inflight itself: it embeds the caller's context, which franz-go would
+// have put there anyway, so franz-go sees the same deadline, cancellation
+// and values, and the promise (one function shared by every record) finds
+// the rest through it.
+type inflight struct {
+	context.Context
+	rec  kgo.Record
+	cl   *kgo.Client // the client it was given to
+	gen  uint64      // the cluster generation of cl
+	inc0 uint64      // the INCONSISTENT_METADATA count when it was given
+	done func(Result, error)
+}
+
+func (p *Producer[K, V]) prepare(ctx context.Context, r Record[K, V], done func(Result, error)) (*inflight, error) {
 	if r.Topic == "" {
 		return nil, fmt.Errorf("%w: record has no topic", ErrSerialize)
 	}
@@ -207,14 +225,24 @@ func (p *Producer[K, V]) record(r Record[K, V]) (*kgo.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: value for topic %s: %w", ErrSerialize, r.Topic, err)
 	}
-	kr := &kgo.Record{Topic: r.Topic, Key: k, Value: v, Partition: r.Partition, Timestamp: r.Timestamp}
+	// Field by field: assigning a whole kgo.Record to the heap object
+	// would copy its zero fields too, under the GC's write barrier.
+	x := &inflight{Context: ctx, done: done}
+	x.rec.Topic = r.Topic
+	x.rec.Key = k
+	x.rec.Value = v
+	x.rec.Partition = r.Partition
+	if !r.Timestamp.IsZero() { // franz-go stamps the others
+		x.rec.Timestamp = r.Timestamp
+	}
+	x.rec.Context = x
 	if len(r.Headers) > 0 {
-		kr.Headers = make([]kgo.RecordHeader, len(r.Headers))
+		x.rec.Headers = make([]kgo.RecordHeader, len(r.Headers))
 		for i, h := range r.Headers {
-			kr.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+			x.rec.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
 		}
 	}
-	return kr, nil
+	return x, nil
 }
 
 func result(r *kgo.Record) Result {
@@ -223,16 +251,16 @@ func result(r *kgo.Record) Result {
 
 // Produce sends one record and waits for its acknowledgement.
 func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, error) {
-	kr, err := p.record(r)
-	if err != nil {
-		return Result{}, err
-	}
 	type outcome struct {
 		r   Result
 		err error
 	}
 	ch := make(chan outcome, 1)
-	p.send(ctx, kr, func(r Result, err error) { ch <- outcome{r, err} })
+	x, err := p.prepare(ctx, r, func(r Result, err error) { ch <- outcome{r, err} })
+	if err != nil {
+		return Result{}, err
+	}
+	p.send(x)
 	o := <-ch
 	return o.r, o.err
 }
@@ -241,74 +269,83 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 // outcome (from a franz-go goroutine: keep it short). A serialization error
 // is returned at once and done is not called.
 func (p *Producer[K, V]) ProduceAsync(ctx context.Context, r Record[K, V], done func(Result, error)) error {
-	kr, err := p.record(r)
+	if done == nil {
+		done = ignoreResult
+	}
+	x, err := p.prepare(ctx, r, done)
 	if err != nil {
 		return err
 	}
-	if done == nil {
-		done = func(Result, error) {}
-	}
-	p.send(ctx, kr, done)
+	p.send(x)
 	return nil
 }
 
-// send produces kr on the current client and calls done once with the final
+func ignoreResult(Result, error) {}
+
+// send gives x to the current client; x.done is called once with the final
 // outcome.
-func (p *Producer[K, V]) send(ctx context.Context, kr *kgo.Record, done func(Result, error)) {
+func (p *Producer[K, V]) send(x *inflight) {
 	c := p.cur.Load()
-	cl, gen := c.cl, c.gen
+	x.cl, x.gen = c.cl, c.gen
 	if p.follow.Pinned {
-		if _, ok := p.topics.Load(kr.Topic); !ok {
-			p.topics.Store(kr.Topic, struct{}{})
+		if _, ok := p.topics.Load(x.rec.Topic); !ok {
+			p.topics.Store(x.rec.Topic, struct{}{})
 		}
 	}
-	var inc0 uint64
 	if p.follow.Inconsistent != nil {
-		inc0 = p.follow.Inconsistent()
+		x.inc0 = p.follow.Inconsistent()
 	}
-	cl.Produce(ctx, kr, func(got *kgo.Record, err error) {
-		if err == nil {
-			done(result(got), nil)
-			return
-		}
-		if p.follow.Inconsistent != nil && p.follow.Inconsistent() != inc0 {
-			err = staleError(err)
-		}
-		if p.follow.Watch == nil || ctx.Err() != nil {
-			done(Result{}, err)
-			return
-		}
-		// The promise runs on a franz-go goroutine, which must not block:
-		// wait for the cluster verdict elsewhere.
-		p.begin()
-		go p.afterFailure(ctx, kr, cl, gen, err, done)
-	})
+	x.cl.Produce(x.Context, &x.rec, p.promise)
+}
+
+// promised is the promise of every record: got.Context is its inflight.
+func (p *Producer[K, V]) promised(got *kgo.Record, err error) {
+	x := got.Context.(*inflight)
+	if err == nil {
+		x.done(result(got), nil)
+		return
+	}
+	if p.follow.Inconsistent != nil && p.follow.Inconsistent() != x.inc0 {
+		err = staleError(err)
+	}
+	if p.follow.Watch == nil || x.Err() != nil {
+		x.done(Result{}, err)
+		return
+	}
+	// The promise runs on a franz-go goroutine, which must not block:
+	// wait for the cluster verdict elsewhere.
+	p.begin()
+	go p.afterFailure(x, err)
 }
 
 // afterFailure decides what a failed record becomes once any cluster check
 // in flight is over: the error it had, a ClusterChangedError (pinned), or a
 // new attempt on a client made for the new cluster.
-func (p *Producer[K, V]) afterFailure(ctx context.Context, kr *kgo.Record, cl *kgo.Client, gen uint64, err error, done func(Result, error)) {
+func (p *Producer[K, V]) afterFailure(x *inflight, err error) {
 	defer p.end() // after done ran, or the record went to a client again
 	if errors.Is(err, kerr.UnknownTopicID) {
 		// A topic id that stopped matching is how a cluster moved behind
 		// the bootstrap address shows when no rebootstrap happened.
 		p.follow.Watch.Check(false)
 	}
-	now := p.follow.Watch.Settle(ctx)
-	swapped := p.cur.Load().cl != cl // another failure already moved on
+	now := p.follow.Watch.Settle(x)
+	swapped := p.cur.Load().cl != x.cl // another failure already moved on
 	switch {
-	case now == gen && !swapped:
-		done(Result{}, err)
+	case now == x.gen && !swapped:
+		x.done(Result{}, err)
 	case p.follow.Pinned:
-		done(Result{}, &ClusterChangedError{Err: p.follow.Changed()})
+		x.done(Result{}, &ClusterChangedError{Err: p.follow.Changed()})
 	default:
-		if nerr := p.followChange(now, cl); nerr != nil {
-			done(Result{}, errors.Join(err, nerr))
+		if nerr := p.followChange(now, x.cl); nerr != nil {
+			x.done(Result{}, errors.Join(err, nerr))
 			return
 		}
-		fresh := &kgo.Record{Topic: kr.Topic, Key: kr.Key, Value: kr.Value, Headers: kr.Headers, Timestamp: kr.Timestamp, Partition: kr.Partition}
-		p.send(ctx, fresh, done)
+		// A fresh record: the old one carries the old client's
+		// partition, offset and producer state.
+		fresh := &inflight{Context: x.Context, done: x.done}
+		r := &x.rec
+		fresh.rec = kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition, Context: fresh}
+		p.send(fresh)
 	}
 }
 

@@ -66,3 +66,47 @@ func TestFlushWaitsForFailedRecords(t *testing.T) {
 	require.ErrorIs(t, got, kgo.ErrClientClosed, "the record is not sent again after Close")
 	require.Zero(t, newClients.Load(), "no client is made after Close")
 }
+
+type ctxKey struct{}
+
+// bufferedHook records the context franz-go sees on each buffered record.
+type bufferedHook struct{ seen chan any }
+
+func (h bufferedHook) OnProduceRecordBuffered(r *kgo.Record) {
+	h.seen <- r.Context.Value(ctxKey{})
+}
+
+// TestRecordContextIsCallers: franz-go sees the caller's context on the
+// record (its values for hooks, its cancellation for a record that waits
+// for its topic), as with plain kgo.Produce.
+func TestRecordContextIsCallers(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	defer kc.Close()
+	h := bufferedHook{seen: make(chan any, 2)}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(h))
+	require.NoError(t, err)
+	p := New(cl, Bytes(), Bytes())
+	defer p.Close(context.Background())
+
+	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
+	res, err := p.Produce(ctx, Record[[]byte, []byte]{Topic: "t", Value: []byte("x")})
+	require.NoError(t, err)
+	require.Equal(t, "t", res.Topic)
+	require.Equal(t, "v", <-h.seen, "hooks see the caller's context values")
+
+	// A topic that does not exist: franz-go holds the record until the
+	// topic appears or the record's context ends.
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	require.NoError(t, p.ProduceAsync(cctx, Record[[]byte, []byte]{Topic: "missing", Value: []byte("x")},
+		func(_ Result, err error) { errc <- err }))
+	require.Equal(t, "v", <-h.seen)
+	cancel()
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelling the caller's context did not fail the waiting record")
+	}
+}
