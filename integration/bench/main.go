@@ -16,16 +16,18 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/kconsist/kconsist/consistency"
 	"log"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/integration/localcluster"
 )
 
@@ -40,6 +42,14 @@ type options struct {
 	Logf      func(string, ...any)
 }
 
+// overheadSegmentBytes is kfake's segment size in the overhead cluster. kfake
+// keeps each partition's log in an in-memory file that grows by doubling up
+// to the segment size (100 MiB by default): the copies of a growing file
+// land on whichever client is producing at that moment and made single
+// bursts vary by 2x. Small segments keep that cost small and even; both
+// clients share the cluster and the setting.
+const overheadSegmentBytes = 2 << 20
+
 // plan sizes every measurement.
 type plan struct {
 	overhead, kafka overheadConfig
@@ -49,14 +59,14 @@ type plan struct {
 
 func planFor(quick bool) plan {
 	p := plan{
-		overhead: overheadConfig{Rounds: 30, Records: 50000, Latencies: 300, ValueSize: 1024},
-		kafka:    overheadConfig{Rounds: 20, Records: 20000, Latencies: 200, ValueSize: 1024},
+		overhead: overheadConfig{Rounds: 240, Blocks: 40, Records: 50000, Latencies: 300, ValueSize: 1024},
+		kafka:    overheadConfig{Rounds: 60, Blocks: 10, Records: 20000, Latencies: 200, ValueSize: 1024},
 		ryw:      rywConfig{Lags: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}, Trials: 50, Timeout: 10 * time.Second},
 		misroute: misrouteConfig{Trials: 30, Timeout: 15 * time.Second},
 	}
 	if quick {
-		p.overhead = overheadConfig{Rounds: 2, Records: 2000, Latencies: 50, ValueSize: 1024}
-		p.kafka = overheadConfig{Rounds: 2, Records: 2000, Latencies: 50, ValueSize: 1024}
+		p.overhead = overheadConfig{Rounds: 4, Blocks: 2, Records: 2000, Latencies: 50, ValueSize: 1024}
+		p.kafka = overheadConfig{Rounds: 4, Blocks: 2, Records: 2000, Latencies: 50, ValueSize: 1024}
 		p.ryw.Trials = 2
 		p.misroute.Trials = 2
 	}
@@ -128,7 +138,8 @@ func runLocal(ctx context.Context, o options, p plan, m machine) (string, error)
 	var body bytes.Buffer
 
 	// 1. Overhead on a cluster that never lags.
-	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(0))
+	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(0),
+		localcluster.KfakeOpts(kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(overheadSegmentBytes)})))
 	if err != nil {
 		return "", err
 	}
@@ -137,7 +148,8 @@ func runLocal(ctx context.Context, o options, p plan, m machine) (string, error)
 		if err := createAndWait(ctx, lc, "overhead"); err != nil {
 			return nil, err
 		}
-		return runOverhead(ctx, "in-process local cluster (integration/localcluster), 3 brokers, apply lag 0", lc.Addrs(), "overhead", consistency.Unknown(), p.overhead,
+		return runOverhead(ctx, "in-process local cluster (integration/localcluster), 3 brokers, apply lag 0, kfake segments of 2 MiB "+
+			"(`log.segment.bytes`: kfake keeps its log in in-memory files that grow by copying, and with its 100 MiB default single bursts varied by 2×)", lc.Addrs(), "overhead", consistency.Unknown(), p.overhead,
 			func(ctx context.Context) error { return trim(ctx, lc, "overhead") }, o.Logf)
 	}()
 	if err != nil {

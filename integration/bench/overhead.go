@@ -26,7 +26,8 @@ var variantNames = [2]string{"factory", "plain kgo"}
 
 // overheadConfig sizes one overhead measurement.
 type overheadConfig struct {
-	Rounds    int // interleaved rounds, after one untimed warm-up round
+	Rounds    int // interleaved rounds in all
+	Blocks    int // fresh client pairs, each warmed up untimed, sharing the rounds
 	Records   int // records per throughput burst, per round and client
 	Latencies int // sequential acknowledged produces per round and client
 	ValueSize int
@@ -40,6 +41,7 @@ type overheadResult struct {
 	Lat     [2][]float64   // every latency sample, ms
 	LatR    [2][][]float64 // the latency samples of each round
 	RoundP  [2][][2]float64
+	Block   []int // the block of each round
 	Errors  [2]int
 	Elapsed time.Duration
 }
@@ -137,42 +139,64 @@ func (s sender) latencies(ctx context.Context, n int, value []byte) ([]float64, 
 }
 
 // runOverhead compares the factory producer with plain kgo on the cluster at
-// addrs, on an existing topic. Rounds alternate the order (ABBA) so drift
-// and noise hit both clients alike.
+// addrs, on an existing topic.
+//
+// The rounds run in cfg.Blocks blocks; each block makes a fresh pair of
+// clients (and warms them up), so that what differs between two client
+// instances but is not the SDK (which connections they got, where their
+// buffers landed) averages out instead of biasing a whole run. Within a
+// block, rounds alternate the order (ABBA) so drift and noise hit both
+// clients alike.
 //
 // settle, when not nil, runs before every timed step (e.g. to drop the
 // records an in-memory cluster holds); a forced GC follows it, so neither
 // client pays for the other's garbage.
 func runOverhead(ctx context.Context, where string, addrs []string, topic string, token consistency.Context, cfg overheadConfig, settle func(context.Context) error, logf func(string, ...any)) (*overheadResult, error) {
-	s, err := newSenders(addrs, topic, token)
-	if err != nil {
-		return nil, err
-	}
-	defer s[vPlain].close()
-	defer s[vFactory].close()
 	value := make([]byte, cfg.ValueSize)
 	_, _ = rand.Read(value)
 	res := &overheadResult{Where: where, Cfg: cfg}
 	t0 := time.Now()
+	blocks := max(cfg.Blocks, 1)
+	for b := range blocks {
+		// Rounds spread over the blocks as evenly as they go.
+		rounds := cfg.Rounds*(b+1)/blocks - cfg.Rounds*b/blocks
+		if err := overheadBlock(ctx, res, b, rounds, addrs, topic, token, value, settle, logf); err != nil {
+			return nil, err
+		}
+	}
+	res.Elapsed = time.Since(t0)
+	return res, nil
+}
+
+// overheadBlock runs rounds rounds with a fresh pair of clients.
+func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, addrs []string, topic string, token consistency.Context, value []byte, settle func(context.Context) error, logf func(string, ...any)) error {
+	cfg := res.Cfg
+	s, err := newSenders(addrs, topic, token)
+	if err != nil {
+		return err
+	}
+	defer s[vPlain].close()
+	defer s[vFactory].close()
 	// Warm-up: connections, producer ids, metadata, buffers.
 	for v := range 2 {
 		if _, errs := s[v].burst(ctx, max(cfg.Records/4, 100), value); errs > 0 {
-			return nil, fmt.Errorf("overhead warm-up: %s: %d records failed", variantNames[v], errs)
+			return fmt.Errorf("overhead warm-up: %s: %d records failed", variantNames[v], errs)
 		}
 		s[v].latencies(ctx, 20, value)
 	}
-	for r := range cfg.Rounds {
+	for range rounds {
+		r := len(res.Block)
 		order := [2]int{vFactory, vPlain}
 		if r%2 == 1 {
 			order = [2]int{vPlain, vFactory}
 		}
 		for _, v := range order {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return ctx.Err()
 			}
 			if settle != nil {
 				if err := settle(ctx); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			runtime.GC()
@@ -185,11 +209,11 @@ func runOverhead(ctx context.Context, where string, addrs []string, topic string
 			res.LatR[v] = append(res.LatR[v], lat)
 			res.RoundP[v] = append(res.RoundP[v], [2]float64{quantile(lat, 0.5), quantile(lat, 0.99)})
 		}
-		logf("overhead %s round %d/%d: factory %.0f rec/s p99 %.2fms, plain %.0f rec/s p99 %.2fms", where, r+1, cfg.Rounds,
+		res.Block = append(res.Block, block)
+		logf("overhead %s round %d/%d (block %d): factory %.0f rec/s p99 %.2fms, plain %.0f rec/s p99 %.2fms", res.Where, r+1, cfg.Rounds, block+1,
 			res.Tput[vFactory][r], res.RoundP[vFactory][r][1], res.Tput[vPlain][r], res.RoundP[vPlain][r][1])
 	}
-	res.Elapsed = time.Since(t0)
-	return res, nil
+	return nil
 }
 
 // ratios returns the per-round ratios factory/plain of f applied to a round.
@@ -213,13 +237,14 @@ func (r *overheadResult) p50Ratios() []float64 {
 	return r.ratios(func(v, i int) float64 { return r.RoundP[v][i][0] })
 }
 
-// tputCI is a 95% bootstrap interval (rounds resampled) of the median
-// per-round throughput ratio.
+// tputCI is a 95% bootstrap interval of the median per-round throughput
+// ratio, resampling whole blocks: rounds of one client pair are not
+// independent of each other.
 func (r *overheadResult) tputCI() (lo, hi float64) {
 	ratios := r.tputRatios()
-	return bootstrapCI(len(ratios), func(idx []int) float64 {
-		xs := make([]float64, len(idx))
-		for i, j := range idx {
+	return r.blockCI(func(rounds []int) float64 {
+		xs := make([]float64, len(rounds))
+		for i, j := range rounds {
 			xs[i] = ratios[j]
 		}
 		return quantile(xs, 0.5)
@@ -232,15 +257,40 @@ func (r *overheadResult) pooledRatio(q float64) float64 {
 }
 
 // pooledCI is a 95% bootstrap interval of pooledRatio(q), resampling whole
-// rounds (both clients' samples of a round go together, as they shared
+// blocks (both clients' samples of a round go together, as they shared
 // the machine's state).
 func (r *overheadResult) pooledCI(q float64) (lo, hi float64) {
-	return bootstrapCI(len(r.LatR[vFactory]), func(idx []int) float64 {
+	return r.blockCI(func(rounds []int) float64 {
 		var a, b []float64
-		for _, j := range idx {
+		for _, j := range rounds {
 			a = append(a, r.LatR[vFactory][j]...)
 			b = append(b, r.LatR[vPlain][j]...)
 		}
 		return quantile(a, q) / quantile(b, q)
+	})
+}
+
+// blockCI is a 95% bootstrap interval of stat, which gets the rounds of a
+// resample of the blocks (with replacement).
+func (r *overheadResult) blockCI(stat func(rounds []int) float64) (lo, hi float64) {
+	var blocks [][]int
+	for i, b := range r.Block {
+		for len(blocks) <= b {
+			blocks = append(blocks, nil)
+		}
+		blocks[b] = append(blocks[b], i)
+	}
+	if len(blocks) == 1 { // one client pair: rounds are all there is
+		blocks = blocks[:0]
+		for i := range r.Block {
+			blocks = append(blocks, []int{i})
+		}
+	}
+	return bootstrapCI(len(blocks), func(idx []int) float64 {
+		var rounds []int
+		for _, j := range idx {
+			rounds = append(rounds, blocks[j]...)
+		}
+		return stat(rounds)
 	})
 }

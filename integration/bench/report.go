@@ -149,18 +149,19 @@ func overheadMarkdown(w *bytes.Buffer, r *overheadResult) {
 	fmt.Fprintf(w, "Where: %s. Topic of 3 partitions. Both clients: acks=all, idempotent, no compression, linger 0, %d-byte values; "+
 		"the factory producer (`factory.NewProducer(f, producer.Bytes(), producer.Bytes())`, `ProduceAsync`) against a plain "+
 		"`kgo.Client` (`Produce`) on the same cluster in the same process.\n\n", r.Where, c.ValueSize)
-	fmt.Fprintf(w, "Repetitions: %d interleaved rounds after one untimed warm-up round, order alternating "+
-		"(factory first in even rounds, plain first in odd ones). Each round and client: a burst of %d async records "+
+	fmt.Fprintf(w, "Repetitions: %d interleaved rounds in %d blocks; each block makes a fresh factory producer and plain client "+
+		"and warms both up untimed, so that what differs between two client instances without being the SDK averages out. "+
+		"Order alternates (factory first in even rounds, plain first in odd ones). Each round and client: a burst of %d async records "+
 		"(throughput = records / time from first produce to last acknowledgement), then %d sequential produces each "+
 		"waiting for its acknowledgement (latency). Spread: median [min–max] over rounds. Run time %v.\n\n",
-		c.Rounds, c.Records, c.Latencies, r.Elapsed.Round(time.Second))
+		c.Rounds, max(c.Blocks, 1), c.Records, c.Latencies, r.Elapsed.Round(time.Second))
 	tr := spreadOf(r.tputRatios())
 	tlo, thi := r.tputCI()
 	p99r := spreadOf(r.p99Ratios())
 	p50r := spreadOf(r.p50Ratios())
 	pooled := func(v int, q float64) float64 { return quantile(r.Lat[v], q) }
 	plo, phi := r.pooledCI(0.99)
-	fmt.Fprintf(w, "Verdicts use a 95%% bootstrap interval (1000 resamples of the rounds): *met* when the whole interval is on the "+
+	fmt.Fprintf(w, "Verdicts use a 95%% bootstrap interval (1000 resamples of the blocks, each with all its rounds): *met* when the whole interval is on the "+
 		"target's side, *missed* when it is all on the other side, *not decided* when the run's noise spans the target.\n\n")
 	fmt.Fprintf(w, "| metric | factory | plain kgo | ratio factory/plain | target | result |\n|---|---|---|---|---|---|\n")
 	fmt.Fprintf(w, "| throughput, records/s (median [min–max] of rounds) | %s | %s | median of per-round ratios %s, 95%% CI [%s, %s]; per-round [%s–%s] | ≥ 0.97 | %s |\n",
