@@ -240,12 +240,17 @@ func (c *memConn) Read(p []byte) (int, error) {
 		m.mu.Lock()
 		if m.head < len(m.queue) {
 			n := m.read(p)
+			more := m.head < len(m.queue) || m.eof
 			m.mu.Unlock()
+			if more { // pass the token on to another blocked reader
+				m.signal()
+			}
 			return n, nil
 		}
 		eof := m.eof
 		m.mu.Unlock()
 		if eof {
+			m.signal()
 			return 0, io.EOF
 		}
 		select {

@@ -109,3 +109,41 @@ func TestMemConnDeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "y", string(buf[:n]))
 }
+
+// TestMemConnConcurrentReaders: the wake-up token is passed on, so a second
+// blocked reader gets the bytes one write queued for both, and every
+// blocked reader sees io.EOF when the peer closes.
+func TestMemConnConcurrentReaders(t *testing.T) {
+	readers := func(c net.Conn, n int) chan error {
+		out := make(chan error, n)
+		for range n {
+			go func() {
+				_, err := c.Read(make([]byte, 1))
+				out <- err
+			}()
+		}
+		time.Sleep(50 * time.Millisecond) // let them block
+		return out
+	}
+	wait := func(t *testing.T, got chan error, want error) {
+		for i := range cap(got) {
+			select {
+			case err := <-got:
+				require.Equal(t, want, err)
+			case <-time.After(5 * time.Second):
+				t.Fatalf("reader %d still blocked", i)
+			}
+		}
+	}
+
+	a, b := memPipe(memAddr("a"), memAddr("b"))
+	defer b.Close()
+	got := readers(b, 2)
+	_, err := a.Write([]byte("xy"))
+	require.NoError(t, err)
+	wait(t, got, nil)
+
+	got = readers(b, 2)
+	require.NoError(t, a.Close())
+	wait(t, got, io.EOF)
+}
