@@ -154,6 +154,26 @@ func (p *Producer[K, V]) waitIdle(ctx context.Context) (bool, error) {
 type current struct {
 	cl  *kgo.Client
 	gen uint64
+	// viaContext: no hook of cl sees records before their promise, so a
+	// record's Context can carry its inflight (see inflight).
+	viaContext bool
+}
+
+func newCurrent(cl *kgo.Client, gen uint64) *current {
+	return &current{cl: cl, gen: gen, viaContext: !recordHooks(cl)}
+}
+
+// recordHooks reports whether cl has a hook that is given produced records
+// before their promise runs, and so could replace a record's Context.
+func recordHooks(cl *kgo.Client) bool {
+	hooks, _ := cl.OptValue(kgo.WithHooks).([]kgo.Hook)
+	for _, h := range hooks {
+		switch h.(type) {
+		case kgo.HookProduceRecordBuffered, kgo.HookProduceRecordPartitioned, kgo.HookProduceRecordUnbuffered:
+			return true
+		}
+	}
+	return false
 }
 
 // New wraps cl, a client made by a factory. Most users call
@@ -161,7 +181,7 @@ type current struct {
 func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
 	p := &Producer[K, V]{keys: keys, values: values}
 	p.promise = p.promised
-	p.cur.Store(&current{cl: cl})
+	p.cur.Store(newCurrent(cl, 0))
 	return p
 }
 
@@ -175,7 +195,7 @@ func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Pr
 func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
 	p.follow = f
 	if f.Watch != nil {
-		p.cur.Store(&current{cl: p.cur.Load().cl, gen: f.Watch.Generation()})
+		p.cur.Store(newCurrent(p.cur.Load().cl, f.Watch.Generation()))
 		if f.Pinned {
 			p.cancel = f.Watch.OnChange(p.failBuffered)
 		}
@@ -199,11 +219,14 @@ func (p *Producer[K, V]) Kgo() *kgo.Client {
 }
 
 // inflight is one record on its way: the kgo.Record franz-go sends and what
-// its promise needs, in one allocation. The record's Context is the
-// inflight itself: it embeds the caller's context, which franz-go would
-// have put there anyway, so franz-go sees the same deadline, cancellation
-// and values, and the promise (one function shared by every record) finds
-// the rest through it.
+// its promise needs, in one allocation. When no hook of the client can see
+// the record before its promise (current.viaContext), the record's Context
+// is the inflight itself: it embeds the caller's context, which franz-go
+// would have put there anyway, so franz-go sees the same deadline,
+// cancellation and values, and the promise (one function shared by every
+// record) finds the rest through it. A hook may replace a record's Context
+// (tracing hooks do), so with such hooks each record gets a promise closure
+// instead, at the cost of a second allocation.
 type inflight struct {
 	context.Context
 	rec  kgo.Record
@@ -227,6 +250,9 @@ func (p *Producer[K, V]) prepare(ctx context.Context, r Record[K, V], done func(
 	}
 	// Field by field: assigning a whole kgo.Record to the heap object
 	// would copy its zero fields too, under the GC's write barrier.
+	if ctx == nil { // as franz-go takes it
+		ctx = context.Background()
+	}
 	x := &inflight{Context: ctx, done: done}
 	x.rec.Topic = r.Topic
 	x.rec.Key = k
@@ -235,7 +261,6 @@ func (p *Producer[K, V]) prepare(ctx context.Context, r Record[K, V], done func(
 	if !r.Timestamp.IsZero() { // franz-go stamps the others
 		x.rec.Timestamp = r.Timestamp
 	}
-	x.rec.Context = x
 	if len(r.Headers) > 0 {
 		x.rec.Headers = make([]kgo.RecordHeader, len(r.Headers))
 		for i, h := range r.Headers {
@@ -295,12 +320,21 @@ func (p *Producer[K, V]) send(x *inflight) {
 	if p.follow.Inconsistent != nil {
 		x.inc0 = p.follow.Inconsistent()
 	}
-	x.cl.Produce(x.Context, &x.rec, p.promise)
+	if c.viaContext {
+		x.rec.Context = x
+		x.cl.Produce(x.Context, &x.rec, p.promise)
+		return
+	}
+	x.cl.Produce(x.Context, &x.rec, func(got *kgo.Record, err error) { p.finish(x, got, err) })
 }
 
-// promised is the promise of every record: got.Context is its inflight.
+// promised is the promise of records whose Context is their inflight.
 func (p *Producer[K, V]) promised(got *kgo.Record, err error) {
-	x := got.Context.(*inflight)
+	p.finish(got.Context.(*inflight), got, err)
+}
+
+// finish handles the outcome franz-go gave x.
+func (p *Producer[K, V]) finish(x *inflight, got *kgo.Record, err error) {
 	if err == nil {
 		x.done(result(got), nil)
 		return
@@ -344,7 +378,7 @@ func (p *Producer[K, V]) afterFailure(x *inflight, err error) {
 		// partition, offset and producer state.
 		fresh := &inflight{Context: x.Context, done: x.done}
 		r := &x.rec
-		fresh.rec = kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition, Context: fresh}
+		fresh.rec = kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition}
 		p.send(fresh)
 	}
 }
@@ -367,7 +401,7 @@ func (p *Producer[K, V]) followChange(gen uint64, old *kgo.Client) error {
 	if err != nil {
 		return fmt.Errorf("producer: follow the cluster change: %w", err)
 	}
-	p.cur.Store(&current{cl: next, gen: gen})
+	p.cur.Store(newCurrent(next, gen))
 	go old.Close()
 	return nil
 }

@@ -110,3 +110,54 @@ func TestRecordContextIsCallers(t *testing.T) {
 		t.Fatal("cancelling the caller's context did not fail the waiting record")
 	}
 }
+
+// spanHook does what tracing hooks (kotel) do: it derives a context from the
+// record's and puts it on the record.
+type spanHook struct{}
+
+func (spanHook) OnProduceRecordBuffered(r *kgo.Record) {
+	r.Context = context.WithValue(r.Context, ctxKey{}, "span")
+}
+
+// TestHookReplacesRecordContext: a hook that replaces a record's Context
+// does not break the producer (records are acknowledged, callbacks run),
+// and records then get a promise of their own.
+func TestHookReplacesRecordContext(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	defer kc.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(spanHook{}))
+	require.NoError(t, err)
+	p := New(cl, String(), String())
+	defer p.Close(context.Background())
+	require.False(t, p.cur.Load().viaContext)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 3 {
+		res, err := p.Produce(ctx, Record[string, string]{Topic: "t", Value: "v"})
+		require.NoError(t, err)
+		require.Equal(t, "t", res.Topic)
+	}
+	// Without such hooks the record's Context carries the promise state.
+	plain, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(bufferedHook{seen: make(chan any, 1)}))
+	require.NoError(t, err)
+	defer plain.Close()
+	require.True(t, recordHooks(plain), "OnProduceRecordBuffered hooks may replace the context")
+	bare, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+	require.NoError(t, err)
+	defer bare.Close()
+	require.False(t, recordHooks(bare))
+}
+
+// TestNilContext: a nil context means context.Background, as in franz-go.
+func TestNilContext(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	defer kc.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+	require.NoError(t, err)
+	p := New(cl, String(), String())
+	defer p.Close(context.Background())
+	_, err = p.Produce(nil, Record[string, string]{Topic: "t", Value: "v"}) // a nil context on purpose
+	require.NoError(t, err)
+}
