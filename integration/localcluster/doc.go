@@ -33,6 +33,10 @@
 //     ([InconsistentMetadataCode], see inconsistent.go). A request whose
 //     header names another cluster closes the connection.
 //
+//   - sidedoor.go: the gateways (and the cluster's own control client)
+//     reach kfake over in-memory connections; kfake keeps its TCP ports
+//     ([Cluster.KfakeAddrs]) for anyone who wants kfake itself.
+//
 // Clients that send no token (plain kgo) work unchanged and see the stale
 // reads. [Cluster.Repoint] sends a gateway's new connections to a broker of
 // another Cluster, to test misrouted connections (KIP-1242).
