@@ -32,7 +32,6 @@
 //     wait runs out, it is answered INCONSISTENT_METADATA
 //     ([InconsistentMetadataCode], see inconsistent.go). A request whose
 //     header names another cluster closes the connection.
-//
 //   - sidedoor.go: the gateways (and the cluster's own control client)
 //     reach kfake over in-memory connections; kfake keeps its TCP ports
 //     ([Cluster.KfakeAddrs]) for anyone who wants kfake itself.
