@@ -310,6 +310,15 @@ func (c *config) validate() ([]kgo.Opt, error) {
 		// refresh, which MetadataMinAge (5s) rate-limits; the Java client
 		// refreshes after retry.backoff.ms (100ms).
 		kgo.MetadataMinAge(250 * time.Millisecond),
+		// A connection closed before its first answer (a proxy or load
+		// balancer cutting connections, one whose broker is down) is
+		// retried like any other connection error, as the Java client
+		// does. franz-go by default takes it for a TLS or SASL mistake and
+		// fails records buffered for the topic when a metadata request
+		// meets it: the kill -9 test on Kafka 4.4 lost records that way
+		// when a connection cut landed during ApiVersions. franz-go still
+		// logs each such EOF with its TLS hint.
+		kgo.AlwaysRetryEOF(),
 	}
 	if c.clientID != "" {
 		opts = append(opts, kgo.ClientID(c.clientID))

@@ -248,3 +248,23 @@ func TestNewNilStore(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig)
 	require.True(t, strings.Contains(err.Error(), "serializer"))
 }
+
+// TestRetriesEarlyEOF: every client the factory makes retries a connection
+// closed before its first answer (see config.validate); franz-go's default
+// fails buffered records on it, which the kill -9 test on Kafka 4.4
+// (integration/realkafka TestFaults) caught when a cut landed during
+// ApiVersions.
+func TestRetriesEarlyEOF(t *testing.T) {
+	kc := newKfake(t)
+	f, err := New(consistency.NewMemoryStore(), BootstrapServers(kc.ListenAddrs()...))
+	require.NoError(t, err)
+	defer f.Close()
+	cl, err := f.KgoClient()
+	require.NoError(t, err)
+	defer cl.Close()
+	require.Equal(t, true, cl.OptValue(kgo.AlwaysRetryEOF))
+	adm, err := f.Admin()
+	require.NoError(t, err)
+	defer adm.Close()
+	require.Equal(t, true, adm.Kgo().OptValue(kgo.AlwaysRetryEOF))
+}
