@@ -248,11 +248,11 @@ func (p *Producer[K, V]) prepare(ctx context.Context, r Record[K, V], done func(
 	if err != nil {
 		return nil, fmt.Errorf("%w: value for topic %s: %w", ErrSerialize, r.Topic, err)
 	}
-	// Field by field: assigning a whole kgo.Record to the heap object
-	// would copy its zero fields too, under the GC's write barrier.
 	if ctx == nil { // as franz-go takes it
 		ctx = context.Background()
 	}
+	// Field by field: assigning a whole kgo.Record to the heap object
+	// would copy its zero fields too, under the GC's write barrier.
 	x := &inflight{Context: ctx, done: done}
 	x.rec.Topic = r.Topic
 	x.rec.Key = k
