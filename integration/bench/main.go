@@ -148,8 +148,10 @@ func runLocal(ctx context.Context, o options, p plan, m machine) (string, error)
 		if err := createAndWait(ctx, lc, "overhead"); err != nil {
 			return nil, err
 		}
-		return runOverhead(ctx, "in-process local cluster (integration/localcluster), 3 brokers, apply lag 0, kfake segments of 2 MiB "+
-			"(`log.segment.bytes`: kfake keeps its log in in-memory files that grow by copying, and with its 100 MiB default single bursts varied by 2×)", lc.Addrs(), "overhead", consistency.Unknown(), p.overhead,
+		where := fmt.Sprintf("in-process local cluster (integration/localcluster), 3 brokers, apply lag 0, kfake segments of %d MiB "+
+			"(`log.segment.bytes`: kfake keeps its log in in-memory files that grow by copying, and with its 100 MiB default single bursts varied by 2×)",
+			overheadSegmentBytes>>20)
+		return runOverhead(ctx, where, lc.Addrs(), "overhead", consistency.Unknown(), p.overhead,
 			func(ctx context.Context) error { return trim(ctx, lc, "overhead") }, o.Logf)
 	}()
 	if err != nil {

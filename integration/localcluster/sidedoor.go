@@ -131,13 +131,14 @@ func (a memAddr) String() string { return string(a) }
 // responses), so the queues need no limit of their own.
 func memPipe(a, b net.Addr) (*memConn, *memConn) {
 	ab, ba := newMemBuf(), newMemBuf()
-	x := &memConn{in: ba, out: ab, local: a, remote: b, closed: make(chan struct{})}
-	y := &memConn{in: ab, out: ba, local: b, remote: a, closed: make(chan struct{})}
-	x.rdl.init()
-	x.wdl.init()
-	y.rdl.init()
-	y.wdl.init()
-	return x, y
+	return newMemConn(ba, ab, a, b), newMemConn(ab, ba, b, a)
+}
+
+func newMemConn(in, out *memBuf, local, remote net.Addr) *memConn {
+	c := &memConn{in: in, out: out, local: local, remote: remote, closed: make(chan struct{})}
+	c.rdl.init()
+	c.wdl.init()
+	return c
 }
 
 // Spare chunks a memBuf keeps for later writes, so that a busy connection
