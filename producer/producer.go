@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -154,26 +155,6 @@ func (p *Producer[K, V]) waitIdle(ctx context.Context) (bool, error) {
 type current struct {
 	cl  *kgo.Client
 	gen uint64
-	// viaContext: no hook of cl sees records before their promise, so a
-	// record's Context can carry its inflight (see inflight).
-	viaContext bool
-}
-
-func newCurrent(cl *kgo.Client, gen uint64) *current {
-	return &current{cl: cl, gen: gen, viaContext: !recordHooks(cl)}
-}
-
-// recordHooks reports whether cl has a hook that is given produced records
-// before their promise runs, and so could replace a record's Context.
-func recordHooks(cl *kgo.Client) bool {
-	hooks, _ := cl.OptValue(kgo.WithHooks).([]kgo.Hook)
-	for _, h := range hooks {
-		switch h.(type) {
-		case kgo.HookProduceRecordBuffered, kgo.HookProduceRecordPartitioned, kgo.HookProduceRecordUnbuffered:
-			return true
-		}
-	}
-	return false
 }
 
 // New wraps cl, a client made by a factory. Most users call
@@ -181,7 +162,7 @@ func recordHooks(cl *kgo.Client) bool {
 func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
 	p := &Producer[K, V]{keys: keys, values: values}
 	p.promise = p.promised
-	p.cur.Store(newCurrent(cl, 0))
+	p.cur.Store(&current{cl: cl})
 	return p
 }
 
@@ -195,7 +176,7 @@ func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Pr
 func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
 	p.follow = f
 	if f.Watch != nil {
-		p.cur.Store(newCurrent(p.cur.Load().cl, f.Watch.Generation()))
+		p.cur.Store(&current{cl: p.cur.Load().cl, gen: f.Watch.Generation()})
 		if f.Pinned {
 			p.cancel = f.Watch.OnChange(p.failBuffered)
 		}
@@ -219,22 +200,25 @@ func (p *Producer[K, V]) Kgo() *kgo.Client {
 }
 
 // inflight is one record on its way: the kgo.Record franz-go sends and what
-// its promise needs, in one allocation. When no hook of the client can see
-// the record before its promise (current.viaContext), the record's Context
-// is the inflight itself: it embeds the caller's context, which franz-go
-// would have put there anyway, so franz-go sees the same deadline,
-// cancellation and values, and the promise (one function shared by every
-// record) finds the rest through it. A hook may replace a record's Context
-// (tracing hooks do), so with such hooks each record gets a promise closure
-// instead, at the cost of a second allocation.
+// its promise needs, in one allocation. The record is the first field, so
+// the promise (one function shared by every record) gets back to its
+// inflight from the *kgo.Record franz-go hands it, the pointer it was given
+// (see promised). Nothing else refers to the inflight: the record's Context
+// is the caller's, as with franz-go, and hooks may replace it.
+//
+// Every pointer here is one more the garbage collector follows for each
+// buffered record in each cycle, which is most of what the producer costs
+// over franz-go: keep them few.
 type inflight struct {
-	context.Context
 	rec  kgo.Record
-	cl   *kgo.Client // the client it was given to
-	gen  uint64      // the cluster generation of cl
-	inc0 uint64      // the INCONSISTENT_METADATA count when it was given
+	cur  *current // the client it was given to, and its cluster generation
+	inc0 uint64   // the INCONSISTENT_METADATA count when it was given
 	done func(Result, error)
 }
+
+// promised converts a *kgo.Record to its *inflight: this line does not
+// compile unless the record is the first field.
+var _ [0]struct{} = [unsafe.Offsetof(inflight{}.rec)]struct{}{}
 
 func (p *Producer[K, V]) prepare(ctx context.Context, r Record[K, V], done func(Result, error)) (*inflight, error) {
 	if r.Topic == "" {
@@ -253,7 +237,8 @@ func (p *Producer[K, V]) prepare(ctx context.Context, r Record[K, V], done func(
 	}
 	// Field by field: assigning a whole kgo.Record to the heap object
 	// would copy its zero fields too, under the GC's write barrier.
-	x := &inflight{Context: ctx, done: done}
+	x := &inflight{done: done}
+	x.rec.Context = ctx
 	x.rec.Topic = r.Topic
 	x.rec.Key = k
 	x.rec.Value = v
@@ -310,8 +295,7 @@ func ignoreResult(Result, error) {}
 // send gives x to the current client; x.done is called once with the final
 // outcome.
 func (p *Producer[K, V]) send(x *inflight) {
-	c := p.cur.Load()
-	x.cl, x.gen = c.cl, c.gen
+	x.cur = p.cur.Load()
 	if p.follow.Pinned {
 		if _, ok := p.topics.Load(x.rec.Topic); !ok {
 			p.topics.Store(x.rec.Topic, struct{}{})
@@ -320,17 +304,14 @@ func (p *Producer[K, V]) send(x *inflight) {
 	if p.follow.Inconsistent != nil {
 		x.inc0 = p.follow.Inconsistent()
 	}
-	if c.viaContext {
-		x.rec.Context = x
-		x.cl.Produce(x.Context, &x.rec, p.promise)
-		return
-	}
-	x.cl.Produce(x.Context, &x.rec, func(got *kgo.Record, err error) { p.finish(x, got, err) })
+	x.cur.cl.Produce(x.rec.Context, &x.rec, p.promise)
 }
 
-// promised is the promise of records whose Context is their inflight.
+// promised is the promise of every record: got is the &x.rec that send gave
+// franz-go (franz-go hands a promise the record it was given), the first
+// field of an inflight, so got is a pointer to that inflight.
 func (p *Producer[K, V]) promised(got *kgo.Record, err error) {
-	p.finish(got.Context.(*inflight), got, err)
+	p.finish((*inflight)(unsafe.Pointer(got)), got, err)
 }
 
 // finish handles the outcome franz-go gave x.
@@ -342,7 +323,7 @@ func (p *Producer[K, V]) finish(x *inflight, got *kgo.Record, err error) {
 	if p.follow.Inconsistent != nil && p.follow.Inconsistent() != x.inc0 {
 		err = staleError(err)
 	}
-	if p.follow.Watch == nil || x.Err() != nil {
+	if p.follow.Watch == nil || x.rec.Context.Err() != nil {
 		x.done(Result{}, err)
 		return
 	}
@@ -362,23 +343,23 @@ func (p *Producer[K, V]) afterFailure(x *inflight, err error) {
 		// the bootstrap address shows when no rebootstrap happened.
 		p.follow.Watch.Check(false)
 	}
-	now := p.follow.Watch.Settle(x)
-	swapped := p.cur.Load().cl != x.cl // another failure already moved on
+	now := p.follow.Watch.Settle(x.rec.Context)
+	swapped := p.cur.Load().cl != x.cur.cl // another failure already moved on
 	switch {
-	case now == x.gen && !swapped:
+	case now == x.cur.gen && !swapped:
 		x.done(Result{}, err)
 	case p.follow.Pinned:
 		x.done(Result{}, &ClusterChangedError{Err: p.follow.Changed()})
 	default:
-		if nerr := p.followChange(now, x.cl); nerr != nil {
+		if nerr := p.followChange(now, x.cur.cl); nerr != nil {
 			x.done(Result{}, errors.Join(err, nerr))
 			return
 		}
 		// A fresh record: the old one carries the old client's
 		// partition, offset and producer state.
-		fresh := &inflight{Context: x.Context, done: x.done}
+		fresh := &inflight{done: x.done}
 		r := &x.rec
-		fresh.rec = kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition}
+		fresh.rec = kgo.Record{Context: x.rec.Context, Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition}
 		p.send(fresh)
 	}
 }
@@ -401,7 +382,7 @@ func (p *Producer[K, V]) followChange(gen uint64, old *kgo.Client) error {
 	if err != nil {
 		return fmt.Errorf("producer: follow the cluster change: %w", err)
 	}
-	p.cur.Store(newCurrent(next, gen))
+	p.cur.Store(&current{cl: next, gen: gen})
 	go old.Close()
 	return nil
 }

@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,8 +121,7 @@ func (spanHook) OnProduceRecordBuffered(r *kgo.Record) {
 }
 
 // TestHookReplacesRecordContext: a hook that replaces a record's Context
-// does not break the producer (records are acknowledged, callbacks run),
-// and records then get a promise of their own.
+// does not break the producer (records are acknowledged, callbacks run).
 func TestHookReplacesRecordContext(t *testing.T) {
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
 	require.NoError(t, err)
@@ -130,7 +130,6 @@ func TestHookReplacesRecordContext(t *testing.T) {
 	require.NoError(t, err)
 	p := New(cl, String(), String())
 	defer p.Close(context.Background())
-	require.False(t, p.cur.Load().viaContext)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for range 3 {
@@ -138,15 +137,65 @@ func TestHookReplacesRecordContext(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "t", res.Topic)
 	}
-	// Without such hooks the record's Context carries the promise state.
-	plain, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(bufferedHook{seen: make(chan any, 1)}))
+}
+
+// TestCallbacksGetTheirOwnRecord: many records in flight at once, over
+// several partitions; each callback runs once, with the partition and
+// offset where its own record landed (read back by offset). The promise
+// finds a record's state from the *kgo.Record franz-go hands it back, so a
+// mix-up there shows as a value under another record's offset.
+func TestCallbacksGetTheirOwnRecord(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "t"))
 	require.NoError(t, err)
-	defer plain.Close()
-	require.True(t, recordHooks(plain), "OnProduceRecordBuffered hooks may replace the context")
-	bare, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+	defer kc.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerLinger(0))
 	require.NoError(t, err)
-	defer bare.Close()
-	require.False(t, recordHooks(bare))
+	p := New(cl, String(), String())
+	defer p.Close(context.Background())
+
+	const n = 3000
+	type landed struct {
+		part  int32
+		off   int64
+		calls atomic.Int32
+	}
+	results := make([]landed, n)
+	var failed atomic.Int32
+	ctx := context.Background()
+	for i := range n {
+		require.NoError(t, p.ProduceAsync(ctx, Record[string, string]{Topic: "t", Key: strconv.Itoa(i), Value: strconv.Itoa(i)},
+			func(r Result, err error) {
+				if err != nil {
+					failed.Add(1)
+				}
+				results[i].part, results[i].off = r.Partition, r.Offset
+				results[i].calls.Add(1)
+			}))
+	}
+	require.NoError(t, p.Flush(ctx))
+	require.Zero(t, failed.Load())
+
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ConsumeTopics("t"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer consumer.Close()
+	at := map[[2]int64]string{}
+	fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for len(at) < n && fctx.Err() == nil {
+		consumer.PollFetches(fctx).EachRecord(func(r *kgo.Record) {
+			at[[2]int64{int64(r.Partition), r.Offset}] = string(r.Value)
+		})
+	}
+	require.Len(t, at, n)
+	parts := map[int32]bool{}
+	for i := range results {
+		r := &results[i]
+		require.Equal(t, int32(1), r.calls.Load(), "record %d: callback calls", i)
+		require.Equal(t, strconv.Itoa(i), at[[2]int64{int64(r.part), r.off}], "record %d reported partition %d offset %d", i, r.part, r.off)
+		parts[r.part] = true
+	}
+	require.Len(t, parts, 3, "records spread over the partitions")
 }
 
 // TestNilContext: a nil context means context.Background, as in franz-go.
