@@ -108,6 +108,7 @@ type conn struct {
 	scratch   []byte // rewritten header
 	out       [][]byte
 	bufs      net.Buffers
+	coal      []byte // a small write, copied together (see coalesceMax)
 
 	q     inflights
 	debug bool         // the logger wanted debug logs when the connection opened
@@ -136,8 +137,10 @@ func newConn(i *Interceptor, c net.Conn, addr string) *conn {
 }
 
 // Write parses the frames in p, stamps flexible request headers and sends
-// the rewritten headers and the untouched bodies with one writev per frame.
-// Frames may span writes and one write may carry several frames.
+// the rewritten headers and the untouched bodies: a small frame copied into
+// one buffer and written with one write, a larger one with one writev (see
+// coalesceMax). Frames may span writes and one write may carry several
+// frames.
 func (c *conn) Write(p []byte) (int, error) {
 	total := len(p)
 	c.out = c.out[:0]
@@ -215,12 +218,32 @@ func (c *conn) Write(p []byte) (int, error) {
 	return total, nil
 }
 
+// coalesceMax is the largest write that flush copies into one buffer rather
+// than hand to writev. On Linux loopback a writev of a stamped header and
+// its body cost about 0.35µs more than one write of the same bytes, as
+// much as copying a few KiB: small requests, the latency-bound ones, are
+// copied; produce batches go out from kgo's buffer untouched.
+const coalesceMax = 4 << 10
+
 func (c *conn) flush() error {
 	if len(c.out) == 0 {
 		return nil
 	}
-	c.bufs = c.out
-	_, err := c.bufs.WriteTo(c.Conn)
+	n := 0
+	for _, b := range c.out {
+		n += len(b)
+	}
+	var err error
+	if n <= coalesceMax {
+		c.coal = c.coal[:0]
+		for _, b := range c.out {
+			c.coal = append(c.coal, b...)
+		}
+		_, err = c.Conn.Write(c.coal)
+	} else {
+		c.bufs = c.out
+		_, err = c.bufs.WriteTo(c.Conn)
+	}
 	clear(c.out) // do not keep the caller's buffers alive
 	c.out = c.out[:0]
 	return err

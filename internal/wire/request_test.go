@@ -146,7 +146,23 @@ func testFrames() [][]byte {
 		reqFrame(produceReq(3, 1, &txn), 5),  // int16 txn id
 		reqFrame(produceReq(7, 0, nil), 6),   // acks=0, not flexible
 		reqFrame(apiVersionsReq(4), 7),
+		// Larger than coalesceMax: these leave through writev.
+		reqFrame(bigProduceReq(9), 8),
+		reqFrame(bigProduceReq(7), 9),
 	}
+}
+
+// bigProduceReq is an acks=all produce request carrying 20 KB of
+// (unparsed) record bytes.
+func bigProduceReq(version int16) kmsg.Request {
+	r := produceReq(version, -1, nil)
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Records = bytes.Repeat([]byte("0123456789"), 2000)
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = "t"
+	t.Partitions = append(t.Partitions, p)
+	r.(*kmsg.ProduceRequest).Topics = append(r.(*kmsg.ProduceRequest).Topics, t)
+	return r
 }
 
 func TestWriteSplitAndConcatenated(t *testing.T) {
@@ -192,11 +208,11 @@ func TestWriteSplitAndConcatenated(t *testing.T) {
 				corrs = append(corrs, e.corr)
 				c.q.pop()
 			}
-			if want := []int32{1, 2, 4, 5, 7}; !equalInt32(corrs, want) {
+			if want := []int32{1, 2, 4, 5, 7, 8, 9}; !equalInt32(corrs, want) {
 				t.Fatalf("in flight %v, want %v", corrs, want)
 			}
-			if got := i.Stats().RequestsStamped; got != 4 { // v12 metadata, two v9 produces, ApiVersions v4
-				t.Fatalf("RequestsStamped = %d, want 4", got)
+			if got := i.Stats().RequestsStamped; got != 5 { // v12 metadata, three v9 produces, ApiVersions v4
+				t.Fatalf("RequestsStamped = %d, want 5", got)
 			}
 		})
 	}
