@@ -39,19 +39,25 @@ func TestQuick(t *testing.T) {
 	require.Contains(t, doc, "Machine: ")
 	require.Contains(t, doc, "go1.")
 
-	// Overhead: positive throughputs and latencies, ratio in a sane band.
-	row := cells(t, doc, "| throughput, records/s")
-	require.Greater(t, leading(t, row[1]), 100.0)
-	require.Greater(t, leading(t, row[2]), 100.0)
-	ratio := leading(t, row[3])
-	require.True(t, ratio > 0.2 && ratio < 5, "throughput ratio %v", ratio)
-	for _, q := range []string{"| p50 latency", "| p99 latency"} {
-		row = cells(t, doc, q)
-		require.Greater(t, leading(t, row[1]), 0.0)
-		require.Less(t, leading(t, row[1]), 1000.0)
-		require.Greater(t, leading(t, row[2]), 0.0)
+	// Overhead: positive throughputs, CPU and latencies for all three
+	// clients, ratios (factory and control over plain) in a sane band.
+	for _, q := range []string{"| throughput, records/s", "| process CPU per record", "| p50 latency", "| p99 latency"} {
+		row := cells(t, doc, q)
+		for v := 1; v <= 3; v++ {
+			require.Greater(t, leading(t, row[v]), 0.0, "%s: column %d", q, v)
+		}
+		if q == "| throughput, records/s" {
+			require.Greater(t, leading(t, row[1]), 100.0)
+		} else {
+			require.Less(t, leading(t, row[1]), 1000.0, q)
+		}
+		for _, c := range row[4:6] {
+			ratio := leading(t, c)
+			require.True(t, ratio > 0.2 && ratio < 5, "%s: ratio %v", q, ratio)
+			require.Contains(t, c, "95% CI [")
+		}
 	}
-	require.Equal(t, "0", cells(t, doc, "| failed records")[1])
+	require.Equal(t, []string{"0", "0", "0"}, cells(t, doc, "| failed records")[1:4])
 
 	// Read-your-writes: one row per lag and client; the factory never fails
 	// and never reads stale. A trial can be faster than the lag: when the
@@ -60,7 +66,7 @@ func TestQuick(t *testing.T) {
 	// behind the write, so the lag is no lower bound.
 	for _, lag := range []string{"0s", "100ms", "500ms"} {
 		for _, client := range []string{"factory", "plain kgo"} {
-			row = cells(t, doc, "| "+lag+" | "+client+" |")
+			row := cells(t, doc, "| "+lag+" | "+client+" |")
 			require.Equal(t, "2", row[2])
 			if client == "factory" {
 				require.Equal(t, "0", row[7], "factory failures")
@@ -75,7 +81,7 @@ func TestQuick(t *testing.T) {
 
 	// Misroute: both clients recover, nothing lands in the wrong cluster.
 	for _, client := range []string{"factory", "plain kgo"} {
-		row = cells(t, doc, "| "+client+" | 2 |")
+		row := cells(t, doc, "| "+client+" | 2 |")
 		require.Greater(t, leading(t, row[2]), 0.0)
 		require.Less(t, leading(t, row[4]), 15000.0)
 		require.Equal(t, "0", row[6], "%s failures", client)

@@ -11,9 +11,10 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-var colors = [2]color.Color{
+var colors = [3]color.Color{
 	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // factory
 	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // plain kgo
+	color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}, // control (plain kgo)
 }
 
 func save(p *plot.Plot, dir, name string) (string, error) {
@@ -30,7 +31,7 @@ func overheadCharts(r *overheadResult, dir, prefix, title string) ([]string, err
 	p.Title.Text = title + ": throughput per round (1 KiB records)"
 	p.X.Label.Text = "round"
 	p.Y.Label.Text = "records/s"
-	for v := range 2 {
+	for v := range r.Tput {
 		pts := make(plotter.XYs, len(r.Tput[v]))
 		for i, y := range r.Tput[v] {
 			pts[i] = plotter.XY{X: float64(i + 1), Y: y}
@@ -54,14 +55,14 @@ func overheadCharts(r *overheadResult, dir, prefix, title string) ([]string, err
 	p.Title.Text = title + ": produce latency, all rounds pooled"
 	p.Y.Label.Text = "ms"
 	w := vg.Points(30)
-	for v := range 2 {
+	for v := range r.Lat {
 		vals := plotter.Values{quantile(r.Lat[v], 0.5), quantile(r.Lat[v], 0.99)}
 		b, err := plotter.NewBarChart(vals, w)
 		if err != nil {
 			return nil, err
 		}
 		b.Color = colors[v]
-		b.Offset = w * vg.Length(2*v-1) / 2
+		b.Offset = w * vg.Length(v-1)
 		p.Add(b)
 		p.Legend.Add(variantNames[v], b)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -17,12 +18,24 @@ import (
 )
 
 // The two clients every comparison runs: index 0 is the SDK, 1 the baseline.
+// The overhead comparison adds a third, a control: a second plain kgo
+// client, measured exactly like the other two. What its ratio to the
+// baseline shows is the harness's own error, the answer it gives when
+// nothing differs.
 const (
 	vFactory = 0
 	vPlain   = 1
+	vControl = 2
 )
 
-var variantNames = [2]string{"factory", "plain kgo"}
+var variantNames = [3]string{"factory", "plain kgo", "control (plain kgo)"}
+
+// roundOrders are the orders of the three overhead clients, used in turn so
+// that each runs first, second and last equally often, after each other one.
+var roundOrders = [6][3]int{
+	{vFactory, vPlain, vControl}, {vPlain, vControl, vFactory}, {vControl, vFactory, vPlain},
+	{vFactory, vControl, vPlain}, {vControl, vPlain, vFactory}, {vPlain, vFactory, vControl},
+}
 
 // overheadConfig sizes one overhead measurement.
 type overheadConfig struct {
@@ -37,12 +50,13 @@ type overheadConfig struct {
 type overheadResult struct {
 	Where   string
 	Cfg     overheadConfig
-	Tput    [2][]float64   // records/s, one per round
-	Lat     [2][]float64   // every latency sample, ms
-	LatR    [2][][]float64 // the latency samples of each round
-	RoundP  [2][][2]float64
+	Tput    [3][]float64   // records/s, one per round
+	CPU     [3][]float64   // process CPU µs per record in the burst, one per round (nil where not measured)
+	Lat     [3][]float64   // every latency sample, ms
+	LatR    [3][][]float64 // the latency samples of each round
+	RoundP  [3][][2]float64
 	Block   []int // the block of each round
-	Errors  [2]int
+	Errors  [3]int
 	Elapsed time.Duration
 }
 
@@ -52,8 +66,8 @@ type sender struct {
 	close func()
 }
 
-// newSenders makes the factory producer and a plain kgo client with the same
-// producer settings: acks=all, idempotent, no compression, linger 0 (kgo's
+// newSenders makes the factory producer and two plain kgo clients with the
+// same producer settings: acks=all, idempotent, no compression, linger 0 (kgo's
 // default is 10ms and snappy; both are set explicitly so that the two differ
 // only by what the SDK adds).
 //
@@ -61,8 +75,8 @@ type sender struct {
 // been handed over by another service: then every request carries it even
 // on a broker that sends none back (Apache Kafka 4.4), which is what makes
 // the stamping cost measurable there.
-func newSenders(addrs []string, topic string, token consistency.Context) ([2]sender, error) {
-	var s [2]sender
+func newSenders(addrs []string, topic string, token consistency.Context) ([3]sender, error) {
+	var s [3]sender
 	store := consistency.NewMemoryStore()
 	if _, err := store.Advance(token); err != nil {
 		return s, err
@@ -86,17 +100,21 @@ func newSenders(addrs []string, topic string, token consistency.Context) ([2]sen
 		},
 		close: func() { _ = p.Close(context.Background()) },
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ClientID("kconsist"),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
-	if err != nil {
-		s[vFactory].close()
-		return s, err
-	}
-	s[vPlain] = sender{
-		async: func(ctx context.Context, v []byte, done func(error)) {
-			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: v}, func(_ *kgo.Record, err error) { done(err) })
-		},
-		close: cl.Close,
+	for _, v := range []int{vPlain, vControl} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ClientID("kconsist"),
+			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
+		if err != nil {
+			for _, made := range s[:v] {
+				made.close()
+			}
+			return s, err
+		}
+		s[v] = sender{
+			async: func(ctx context.Context, v []byte, done func(error)) {
+				cl.Produce(ctx, &kgo.Record{Topic: topic, Value: v}, func(_ *kgo.Record, err error) { done(err) })
+			},
+			close: cl.Close,
+		}
 	}
 	return s, nil
 }
@@ -138,15 +156,15 @@ func (s sender) latencies(ctx context.Context, n int, value []byte) ([]float64, 
 	return out, errs
 }
 
-// runOverhead compares the factory producer with plain kgo on the cluster at
-// addrs, on an existing topic.
+// runOverhead compares the factory producer with plain kgo, and a second
+// plain kgo client (the control) with the first, on the cluster at addrs, on
+// an existing topic.
 //
 // The rounds run in cfg.Blocks blocks; each block makes a fresh pair of
 // clients (and warms them up), so that what differs between two client
 // instances but is not the SDK (which connections they got, where their
-// buffers landed) averages out instead of biasing a whole run. Within a
-// block, rounds alternate the order (ABBA) so drift and noise hit both
-// clients alike.
+// buffers landed) averages out instead of biasing a whole run. Rounds go
+// through roundOrders so drift and noise hit every client alike.
 //
 // settle, when not nil, runs before every timed step (e.g. to drop the
 // records an in-memory cluster holds); a forced GC follows it, so neither
@@ -175,10 +193,11 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 	if err != nil {
 		return err
 	}
-	defer s[vPlain].close()
-	defer s[vFactory].close()
+	for _, c := range s {
+		defer c.close()
+	}
 	// Warm-up: connections, producer ids, metadata, buffers.
-	for v := range 2 {
+	for v := range s {
 		if _, errs := s[v].burst(ctx, max(cfg.Records/4, 100), value); errs > 0 {
 			return fmt.Errorf("overhead warm-up: %s: %d records failed", variantNames[v], errs)
 		}
@@ -186,11 +205,7 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 	}
 	for range rounds {
 		r := len(res.Block)
-		order := [2]int{vFactory, vPlain}
-		if r%2 == 1 {
-			order = [2]int{vPlain, vFactory}
-		}
-		for _, v := range order {
+		for _, v := range roundOrders[r%len(roundOrders)] {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -200,7 +215,11 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 				}
 			}
 			runtime.GC()
+			cpu0, okCPU := processCPU()
 			d, errs := s[v].burst(ctx, cfg.Records, value)
+			if cpu1, ok := processCPU(); ok && okCPU {
+				res.CPU[v] = append(res.CPU[v], float64((cpu1-cpu0).Nanoseconds())/1e3/float64(max(cfg.Records-errs, 1)))
+			}
 			res.Errors[v] += errs
 			res.Tput[v] = append(res.Tput[v], float64(cfg.Records-errs)/d.Seconds())
 			lat, errs := s[v].latencies(ctx, cfg.Latencies, value)
@@ -210,38 +229,51 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 			res.RoundP[v] = append(res.RoundP[v], [2]float64{quantile(lat, 0.5), quantile(lat, 0.99)})
 		}
 		res.Block = append(res.Block, block)
-		logf("overhead %s round %d/%d (block %d): factory %.0f rec/s p99 %.2fms, plain %.0f rec/s p99 %.2fms", res.Where, r+1, cfg.Rounds, block+1,
-			res.Tput[vFactory][r], res.RoundP[vFactory][r][1], res.Tput[vPlain][r], res.RoundP[vPlain][r][1])
+		logf("overhead %s round %d/%d (block %d): records/s, CPU µs/record, p99 ms: factory %.0f %.2f %.3f, plain %.0f %.2f %.3f, control %.0f %.2f %.3f",
+			res.Where, r+1, cfg.Rounds, block+1,
+			res.Tput[vFactory][r], last(res.CPU[vFactory]), res.RoundP[vFactory][r][1],
+			res.Tput[vPlain][r], last(res.CPU[vPlain]), res.RoundP[vPlain][r][1],
+			res.Tput[vControl][r], last(res.CPU[vControl]), res.RoundP[vControl][r][1])
 	}
 	return nil
 }
 
-// ratios returns the per-round ratios factory/plain of f applied to a round.
-func (r *overheadResult) ratios(f func(v, round int) float64) []float64 {
-	out := make([]float64, len(r.Tput[vFactory]))
+// ratios returns the per-round ratios of f for client v over plain kgo's.
+func (r *overheadResult) ratios(v int, f func(v, round int) float64) []float64 {
+	out := make([]float64, len(r.Block))
 	for i := range out {
-		out[i] = f(vFactory, i) / f(vPlain, i)
+		out[i] = f(v, i) / f(vPlain, i)
 	}
 	return out
 }
 
-func (r *overheadResult) tputRatios() []float64 {
-	return r.ratios(func(v, i int) float64 { return r.Tput[v][i] })
+func (r *overheadResult) tputRatios(v int) []float64 {
+	return r.ratios(v, func(v, i int) float64 { return r.Tput[v][i] })
 }
 
-func (r *overheadResult) p99Ratios() []float64 {
-	return r.ratios(func(v, i int) float64 { return r.RoundP[v][i][1] })
+// cpuRatios returns nil where the process CPU was not measured.
+func (r *overheadResult) cpuRatios(v int) []float64 {
+	if len(r.CPU[v]) != len(r.Block) || len(r.CPU[vPlain]) != len(r.Block) {
+		return nil
+	}
+	return r.ratios(v, func(v, i int) float64 { return r.CPU[v][i] })
 }
 
-func (r *overheadResult) p50Ratios() []float64 {
-	return r.ratios(func(v, i int) float64 { return r.RoundP[v][i][0] })
+func (r *overheadResult) p99Ratios(v int) []float64 {
+	return r.ratios(v, func(v, i int) float64 { return r.RoundP[v][i][1] })
 }
 
-// tputCI is a 95% bootstrap interval of the median per-round throughput
-// ratio, resampling whole blocks: rounds of one client pair are not
+func (r *overheadResult) p50Ratios(v int) []float64 {
+	return r.ratios(v, func(v, i int) float64 { return r.RoundP[v][i][0] })
+}
+
+// medianCI is a 95% bootstrap interval of the median of per-round ratios,
+// resampling whole blocks: rounds of one set of clients are not
 // independent of each other.
-func (r *overheadResult) tputCI() (lo, hi float64) {
-	ratios := r.tputRatios()
+func (r *overheadResult) medianCI(ratios []float64) (lo, hi float64) {
+	if len(ratios) == 0 {
+		return math.NaN(), math.NaN()
+	}
 	return r.blockCI(func(rounds []int) float64 {
 		xs := make([]float64, len(rounds))
 		for i, j := range rounds {
@@ -251,19 +283,20 @@ func (r *overheadResult) tputCI() (lo, hi float64) {
 	})
 }
 
-// pooledRatio is quantile q of the factory's pooled samples over plain's.
-func (r *overheadResult) pooledRatio(q float64) float64 {
-	return quantile(r.Lat[vFactory], q) / quantile(r.Lat[vPlain], q)
+// pooledRatio is quantile q of client v's pooled latency samples over plain
+// kgo's.
+func (r *overheadResult) pooledRatio(v int, q float64) float64 {
+	return quantile(r.Lat[v], q) / quantile(r.Lat[vPlain], q)
 }
 
-// pooledCI is a 95% bootstrap interval of pooledRatio(q), resampling whole
-// blocks (both clients' samples of a round go together, as they shared
+// pooledCI is a 95% bootstrap interval of pooledRatio(v, q), resampling
+// whole blocks (the clients' samples of a round go together, as they shared
 // the machine's state).
-func (r *overheadResult) pooledCI(q float64) (lo, hi float64) {
+func (r *overheadResult) pooledCI(v int, q float64) (lo, hi float64) {
 	return r.blockCI(func(rounds []int) float64 {
 		var a, b []float64
 		for _, j := range rounds {
-			a = append(a, r.LatR[vFactory][j]...)
+			a = append(a, r.LatR[v][j]...)
 			b = append(b, r.LatR[vPlain][j]...)
 		}
 		return quantile(a, q) / quantile(b, q)
@@ -293,4 +326,11 @@ func (r *overheadResult) blockCI(stat func(rounds []int) float64) (lo, hi float6
 		}
 		return stat(rounds)
 	})
+}
+
+func last(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return xs[len(xs)-1]
 }

@@ -146,33 +146,60 @@ func relPath(from, to string) string {
 // overheadMarkdown writes the overhead table of r.
 func overheadMarkdown(w *bytes.Buffer, r *overheadResult) {
 	c := r.Cfg
-	fmt.Fprintf(w, "Where: %s. Topic of 3 partitions. Both clients: acks=all, idempotent, no compression, linger 0, %d-byte values; "+
-		"the factory producer (`factory.NewProducer(f, producer.Bytes(), producer.Bytes())`, `ProduceAsync`) against a plain "+
-		"`kgo.Client` (`Produce`) on the same cluster in the same process.\n\n", r.Where, c.ValueSize)
-	fmt.Fprintf(w, "Repetitions: %d interleaved rounds in %d blocks; each block makes a fresh factory producer and plain client "+
-		"and warms both up untimed, so that what differs between two client instances without being the SDK averages out. "+
-		"Order alternates (factory first in even rounds, plain first in odd ones). Each round and client: a burst of %d async records "+
-		"(throughput = records / time from first produce to last acknowledgement), then %d sequential produces each "+
-		"waiting for its acknowledgement (latency). Spread: median [min–max] over rounds. Run time %v.\n\n",
+	fmt.Fprintf(w, "Where: %s. Topic of 3 partitions. Three clients, all acks=all, idempotent, no compression, linger 0, %d-byte values: "+
+		"the factory producer (`factory.NewProducer(f, producer.Bytes(), producer.Bytes())`, `ProduceAsync`), a plain "+
+		"`kgo.Client` (`Produce`), and a second plain `kgo.Client`, the **control**, on the same cluster in the same process. "+
+		"The control differs from plain kgo in nothing: its ratio to plain kgo is the harness's own error, what this run "+
+		"reports when there is no overhead.\n\n", r.Where, c.ValueSize)
+	fmt.Fprintf(w, "Repetitions: %d interleaved rounds in %d blocks; each block makes three fresh clients and warms them up untimed, "+
+		"so that what differs between two client instances without being the SDK averages out. The order of the clients "+
+		"cycles through all six permutations. Each round and client: a forced GC, a burst of %d async records "+
+		"(throughput = records / time from first produce to last acknowledgement; CPU = user + system time of the whole process, "+
+		"clients, cluster and Go runtime, during the burst, per record), then %d sequential produces each waiting for its "+
+		"acknowledgement (latency). Spread: median [min–max] over rounds. Run time %v.\n\n",
 		c.Rounds, max(c.Blocks, 1), c.Records, c.Latencies, r.Elapsed.Round(time.Second))
-	tr := spreadOf(r.tputRatios())
-	tlo, thi := r.tputCI()
-	p99r := spreadOf(r.p99Ratios())
-	p50r := spreadOf(r.p50Ratios())
-	pooled := func(v int, q float64) float64 { return quantile(r.Lat[v], q) }
-	plo, phi := r.pooledCI(0.99)
 	fmt.Fprintf(w, "Verdicts use a 95%% bootstrap interval (1000 resamples of the blocks, each with all its rounds): *met* when the whole interval is on the "+
 		"target's side, *missed* when it is all on the other side, *not decided* when the run's noise spans the target.\n\n")
-	fmt.Fprintf(w, "| metric | factory | plain kgo | ratio factory/plain | target | result |\n|---|---|---|---|---|---|\n")
-	fmt.Fprintf(w, "| throughput, records/s (median [min–max] of rounds) | %s | %s | median of per-round ratios %s, 95%% CI [%s, %s]; per-round [%s–%s] | ≥ 0.97 | %s |\n",
-		spreadText(spreadOf(r.Tput[vFactory]), f0), spreadText(spreadOf(r.Tput[vPlain]), f0), f3(tr.Median), f3(tlo), f3(thi),
-		f3(tr.Min), f3(tr.Max), verdict(tlo, thi, 0.97, true))
-	fmt.Fprintf(w, "| p50 latency, ms (all %d samples pooled) | %s | %s | %s pooled; per-round %s | – | – |\n",
-		len(r.Lat[vFactory]), f3(pooled(vFactory, 0.5)), f3(pooled(vPlain, 0.5)), f3(r.pooledRatio(0.5)), spreadText(p50r, f3))
-	fmt.Fprintf(w, "| p99 latency, ms (all %d samples pooled) | %s | %s | %s pooled, 95%% CI [%s, %s]; per-round %s | ≤ 1.05 | %s |\n",
-		len(r.Lat[vFactory]), f3(pooled(vFactory, 0.99)), f3(pooled(vPlain, 0.99)), f3(r.pooledRatio(0.99)), f3(plo), f3(phi),
-		spreadText(p99r, f3), verdict(plo, phi, 1.05, false))
-	fmt.Fprintf(w, "| failed records | %d | %d | – | 0 | %s |\n\n", r.Errors[vFactory], r.Errors[vPlain], yesNo(r.Errors[vFactory] == 0))
+	fmt.Fprintf(w, "| metric | factory | plain kgo | control | factory / plain | control / plain (harness error) | target | result |\n|---|---|---|---|---|---|---|---|\n")
+
+	// perRound is the cell of a per-round ratio: median, its interval, spread.
+	perRound := func(ratios []float64) (string, float64, float64) {
+		lo, hi := r.medianCI(ratios)
+		sp := spreadOf(ratios)
+		return fmt.Sprintf("%s, 95%% CI [%s, %s]; per-round [%s–%s]", f3(sp.Median), f3(lo), f3(hi), f3(sp.Min), f3(sp.Max)), lo, hi
+	}
+	fcell, tlo, thi := perRound(r.tputRatios(vFactory))
+	ccell, _, _ := perRound(r.tputRatios(vControl))
+	fmt.Fprintf(w, "| throughput, records/s (median [min–max] of rounds; ratios: median of per-round ratios) | %s | %s | %s | %s | %s | ≥ 0.97 | %s |\n",
+		spreadText(spreadOf(r.Tput[vFactory]), f0), spreadText(spreadOf(r.Tput[vPlain]), f0), spreadText(spreadOf(r.Tput[vControl]), f0),
+		fcell, ccell, verdict(tlo, thi, 0.97, true))
+	if fr := r.cpuRatios(vFactory); fr != nil {
+		fcell, _, _ = perRound(fr)
+		ccell, _, _ = perRound(r.cpuRatios(vControl))
+		fmt.Fprintf(w, "| process CPU per record in the bursts, µs (median [min–max] of rounds) | %s | %s | %s | %s | %s | – | – |\n",
+			spreadText(spreadOf(r.CPU[vFactory]), f2), spreadText(spreadOf(r.CPU[vPlain]), f2), spreadText(spreadOf(r.CPU[vControl]), f2),
+			fcell, ccell)
+	}
+	pooled := func(v int, q float64) float64 { return quantile(r.Lat[v], q) }
+	latCell := func(v int, q float64) (string, float64, float64) {
+		lo, hi := r.pooledCI(v, q)
+		ratios := r.p50Ratios(v)
+		if q > 0.5 {
+			ratios = r.p99Ratios(v)
+		}
+		return fmt.Sprintf("%s pooled, 95%% CI [%s, %s]; per-round %s", f3(r.pooledRatio(v, q)), f3(lo), f3(hi), spreadText(spreadOf(ratios), f3)), lo, hi
+	}
+	fcell, _, _ = latCell(vFactory, 0.5)
+	ccell, _, _ = latCell(vControl, 0.5)
+	fmt.Fprintf(w, "| p50 latency, ms (all %d samples of a client pooled) | %s | %s | %s | %s | %s | – | – |\n",
+		len(r.Lat[vFactory]), f3(pooled(vFactory, 0.5)), f3(pooled(vPlain, 0.5)), f3(pooled(vControl, 0.5)), fcell, ccell)
+	fcell, plo, phi := latCell(vFactory, 0.99)
+	ccell, _, _ = latCell(vControl, 0.99)
+	fmt.Fprintf(w, "| p99 latency, ms (all %d samples of a client pooled) | %s | %s | %s | %s | %s | ≤ 1.05 | %s |\n",
+		len(r.Lat[vFactory]), f3(pooled(vFactory, 0.99)), f3(pooled(vPlain, 0.99)), f3(pooled(vControl, 0.99)), fcell, ccell,
+		verdict(plo, phi, 1.05, false))
+	fmt.Fprintf(w, "| failed records | %d | %d | %d | – | – | 0 | %s |\n\n", r.Errors[vFactory], r.Errors[vPlain], r.Errors[vControl],
+		yesNo(r.Errors == [3]int{}))
 }
 
 func f0(x float64) string {
