@@ -59,8 +59,8 @@ type plan struct {
 
 func planFor(quick bool) plan {
 	p := plan{
-		overhead: overheadConfig{Rounds: 480, Blocks: 80, Records: 50000, Latencies: 300, ValueSize: 1024},
-		kafka:    overheadConfig{Rounds: 120, Blocks: 20, Records: 20000, Latencies: 200, ValueSize: 1024},
+		overhead: overheadConfig{Rounds: 480, Blocks: 80, Records: 50000, Latencies: 1000, ValueSize: 1024},
+		kafka:    overheadConfig{Rounds: 120, Blocks: 20, Records: 20000, Latencies: 300, ValueSize: 1024},
 		ryw:      rywConfig{Lags: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}, Trials: 50, Timeout: 10 * time.Second},
 		misroute: misrouteConfig{Trials: 30, Timeout: 15 * time.Second},
 	}
