@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -145,4 +147,36 @@ func leading(t *testing.T, cell string) float64 {
 	v, err := strconv.ParseFloat(m, 64)
 	require.NoError(t, err)
 	return v
+}
+
+// TestPooledSamples: the quantile of a resample, found by counting in
+// sorted groups, equals the nearest-rank quantile of the union built the
+// slow way, duplicates and repeated groups included.
+func TestPooledSamples(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		groups := make([][]float64, 1+rng.IntN(8))
+		for i := range groups {
+			groups[i] = make([]float64, rng.IntN(30))
+			for j := range groups[i] {
+				groups[i][j] = float64(rng.IntN(20)) // many duplicates
+			}
+		}
+		p := newPooledSamples(groups)
+		idx := make([]int, 1+rng.IntN(10))
+		var union []float64
+		for i := range idx {
+			idx[i] = rng.IntN(len(groups))
+			union = append(union, groups[idx[i]]...)
+		}
+		for _, q := range []float64{0, 0.01, 0.5, 0.9, 0.99, 1} {
+			want := quantile(union, q)
+			got := p.quantile(idx, q)
+			if math.IsNaN(want) {
+				require.True(t, math.IsNaN(got), "trial %d q %v", trial, q)
+				continue
+			}
+			require.Equal(t, want, got, "trial %d q %v: groups %v idx %v", trial, q, groups, idx)
+		}
+	}
 }

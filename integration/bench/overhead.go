@@ -293,19 +293,38 @@ func (r *overheadResult) pooledRatio(v int, q float64) float64 {
 // whole blocks (the clients' samples of a round go together, as they shared
 // the machine's state).
 func (r *overheadResult) pooledCI(v int, q float64) (lo, hi float64) {
-	return r.blockCI(func(rounds []int) float64 {
-		var a, b []float64
-		for _, j := range rounds {
-			a = append(a, r.LatR[v][j]...)
-			b = append(b, r.LatR[vPlain][j]...)
+	units := r.units()
+	pooled := func(c int) *pooledSamples {
+		groups := make([][]float64, len(units))
+		for i, rounds := range units {
+			for _, j := range rounds {
+				groups[i] = append(groups[i], r.LatR[c][j]...)
+			}
 		}
-		return quantile(a, q) / quantile(b, q)
+		return newPooledSamples(groups)
+	}
+	a, b := pooled(v), pooled(vPlain)
+	return bootstrapCI(len(units), func(idx []int) float64 {
+		return a.quantile(idx, q) / b.quantile(idx, q)
 	})
 }
 
 // blockCI is a 95% bootstrap interval of stat, which gets the rounds of a
 // resample of the blocks (with replacement).
 func (r *overheadResult) blockCI(stat func(rounds []int) float64) (lo, hi float64) {
+	units := r.units()
+	return bootstrapCI(len(units), func(idx []int) float64 {
+		var rounds []int
+		for _, j := range idx {
+			rounds = append(rounds, units[j]...)
+		}
+		return stat(rounds)
+	})
+}
+
+// units are what the bootstrap resamples: the blocks, each the list of its
+// rounds, or the single rounds when all ran in one block.
+func (r *overheadResult) units() [][]int {
 	var blocks [][]int
 	for i, b := range r.Block {
 		for len(blocks) <= b {
@@ -313,19 +332,13 @@ func (r *overheadResult) blockCI(stat func(rounds []int) float64) (lo, hi float6
 		}
 		blocks[b] = append(blocks[b], i)
 	}
-	if len(blocks) == 1 { // one client pair: rounds are all there is
+	if len(blocks) == 1 { // one set of clients: rounds are all there is
 		blocks = blocks[:0]
 		for i := range r.Block {
 			blocks = append(blocks, []int{i})
 		}
 	}
-	return bootstrapCI(len(blocks), func(idx []int) float64 {
-		var rounds []int
-		for _, j := range idx {
-			rounds = append(rounds, blocks[j]...)
-		}
-		return stat(rounds)
-	})
+	return blocks
 }
 
 func last(xs []float64) float64 {
