@@ -155,6 +155,26 @@ func (p *Producer[K, V]) waitIdle(ctx context.Context) (bool, error) {
 type current struct {
 	cl  *kgo.Client
 	gen uint64
+	// hooked: a hook of cl is given records before their promise runs,
+	// and may replace their Context.
+	hooked bool
+}
+
+func newCurrent(cl *kgo.Client, gen uint64) *current {
+	return &current{cl: cl, gen: gen, hooked: recordHooks(cl)}
+}
+
+// recordHooks reports whether cl has a hook that is given produced records
+// before their promise runs.
+func recordHooks(cl *kgo.Client) bool {
+	hooks, _ := cl.OptValue(kgo.WithHooks).([]kgo.Hook)
+	for _, h := range hooks {
+		switch h.(type) {
+		case kgo.HookProduceRecordBuffered, kgo.HookProduceRecordPartitioned, kgo.HookProduceRecordUnbuffered:
+			return true
+		}
+	}
+	return false
 }
 
 // New wraps cl, a client made by a factory. Most users call
@@ -162,7 +182,7 @@ type current struct {
 func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
 	p := &Producer[K, V]{keys: keys, values: values}
 	p.promise = p.promised
-	p.cur.Store(&current{cl: cl})
+	p.cur.Store(newCurrent(cl, 0))
 	return p
 }
 
@@ -176,7 +196,7 @@ func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Pr
 func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
 	p.follow = f
 	if f.Watch != nil {
-		p.cur.Store(&current{cl: p.cur.Load().cl, gen: f.Watch.Generation()})
+		p.cur.Store(newCurrent(p.cur.Load().cl, f.Watch.Generation()))
 		if f.Pinned {
 			p.cancel = f.Watch.OnChange(p.failBuffered)
 		}
@@ -203,17 +223,31 @@ func (p *Producer[K, V]) Kgo() *kgo.Client {
 // its promise needs, in one allocation. The record is the first field, so
 // the promise (one function shared by every record) gets back to its
 // inflight from the *kgo.Record franz-go hands it, the pointer it was given
-// (see promised). Nothing else refers to the inflight: the record's Context
-// is the caller's, as with franz-go, and hooks may replace it.
+// (see promised). Nothing else refers to the inflight. The record's Context
+// starts as the caller's, as with franz-go, and hooks may replace it (a
+// tracing hook wraps it, a hook may cancel what it wrapped when the record
+// is unbuffered, before the promise runs): decisions about the record
+// after a failure use the caller's own (see caller), kept in ctx when the
+// client has such hooks. Without them ctx stays nil: a nil word costs the
+// collector nothing, a set one is scanned for every buffered record.
 //
 // Every pointer here is one more the garbage collector follows for each
 // buffered record in each cycle, which is most of what the producer costs
 // over franz-go: keep them few.
 type inflight struct {
 	rec  kgo.Record
+	ctx  context.Context
 	cur  *current // the client it was given to, and its cluster generation
 	inc0 uint64   // the INCONSISTENT_METADATA count when it was given
 	done func(Result, error)
+}
+
+// caller is the context the record was produced with.
+func (x *inflight) caller() context.Context {
+	if x.ctx != nil {
+		return x.ctx
+	}
+	return x.rec.Context // no hook could have replaced it
 }
 
 // promised converts a *kgo.Record to its *inflight: this line does not
@@ -304,7 +338,10 @@ func (p *Producer[K, V]) send(x *inflight) {
 	if p.follow.Inconsistent != nil {
 		x.inc0 = p.follow.Inconsistent()
 	}
-	x.cur.cl.Produce(x.rec.Context, &x.rec, p.promise)
+	if x.cur.hooked {
+		x.ctx = x.rec.Context // before any hook sees the record
+	}
+	x.cur.cl.Produce(x.caller(), &x.rec, p.promise)
 }
 
 // promised is the promise of every record: got is the &x.rec that send gave
@@ -323,7 +360,7 @@ func (p *Producer[K, V]) finish(x *inflight, got *kgo.Record, err error) {
 	if p.follow.Inconsistent != nil && p.follow.Inconsistent() != x.inc0 {
 		err = staleError(err)
 	}
-	if p.follow.Watch == nil || x.rec.Context.Err() != nil {
+	if p.follow.Watch == nil || x.caller().Err() != nil {
 		x.done(Result{}, err)
 		return
 	}
@@ -343,7 +380,7 @@ func (p *Producer[K, V]) afterFailure(x *inflight, err error) {
 		// the bootstrap address shows when no rebootstrap happened.
 		p.follow.Watch.Check(false)
 	}
-	now := p.follow.Watch.Settle(x.rec.Context)
+	now := p.follow.Watch.Settle(x.caller())
 	swapped := p.cur.Load().cl != x.cur.cl // another failure already moved on
 	switch {
 	case now == x.cur.gen && !swapped:
@@ -359,7 +396,7 @@ func (p *Producer[K, V]) afterFailure(x *inflight, err error) {
 		// partition, offset and producer state.
 		fresh := &inflight{done: x.done}
 		r := &x.rec
-		fresh.rec = kgo.Record{Context: x.rec.Context, Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition}
+		fresh.rec = kgo.Record{Context: x.caller(), Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition}
 		p.send(fresh)
 	}
 }
@@ -382,7 +419,7 @@ func (p *Producer[K, V]) followChange(gen uint64, old *kgo.Client) error {
 	if err != nil {
 		return fmt.Errorf("producer: follow the cluster change: %w", err)
 	}
-	p.cur.Store(&current{cl: next, gen: gen})
+	p.cur.Store(newCurrent(next, gen))
 	go old.Close()
 	return nil
 }

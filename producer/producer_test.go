@@ -139,6 +139,54 @@ func TestHookReplacesRecordContext(t *testing.T) {
 	}
 }
 
+// cancelHook wraps a record's context when it is buffered and cancels what
+// it wrapped when the record is unbuffered, which franz-go does before the
+// promise runs.
+type cancelHook struct{}
+
+type cancelKey struct{}
+
+func (cancelHook) OnProduceRecordBuffered(r *kgo.Record) {
+	ctx, cancel := context.WithCancel(r.Context)
+	r.Context = context.WithValue(ctx, cancelKey{}, cancel)
+}
+
+func (cancelHook) OnProduceRecordUnbuffered(r *kgo.Record, _ error) {
+	if cancel, ok := r.Context.Value(cancelKey{}).(context.CancelFunc); ok {
+		cancel()
+	}
+}
+
+// TestFailureUsesCallersContext: after a failure, whether the record
+// follows a cluster change depends on the caller's context, not on the one
+// a hook left on the record (here cancelled by the hook itself).
+func TestFailureUsesCallersContext(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	defer kc.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchMaxBytes(1000), kgo.WithHooks(cancelHook{}))
+	require.NoError(t, err)
+	w := &slowWatch{release: make(chan struct{})}
+	close(w.release)
+	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
+		Watch:     w,
+		NewClient: func() (*kgo.Client, error) { return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...)) },
+	})
+	defer p.Close(context.Background())
+	w.gen.Add(1) // the cluster changed: a failed record goes to a new client
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = p.Produce(ctx, Record[[]byte, []byte]{Topic: "t", Value: make([]byte, 2000)})
+	require.NoError(t, err, "too large for the first client, sent again on the new one")
+
+	// Only clients whose hooks see records keep the caller's context apart.
+	require.True(t, recordHooks(cl))
+	bare, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+	require.NoError(t, err)
+	defer bare.Close()
+	require.False(t, recordHooks(bare))
+}
+
 // TestCallbacksGetTheirOwnRecord: many records in flight at once, over
 // several partitions; each callback runs once, with the partition and
 // offset where its own record landed (read back by offset). The promise

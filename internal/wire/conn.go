@@ -240,6 +240,7 @@ func (c *conn) flush() error {
 			c.coal = append(c.coal, b...)
 		}
 		_, err = c.Conn.Write(c.coal)
+		clear(c.coal) // keep no copy of a request (SASL frames carry secrets)
 	} else {
 		c.bufs = c.out
 		_, err = c.bufs.WriteTo(c.Conn)
