@@ -42,7 +42,9 @@ func TestQuick(t *testing.T) {
 	require.Contains(t, doc, "go1.")
 
 	// Overhead: positive throughputs, CPU and latencies for all three
-	// clients, ratios (factory and control over plain) in a sane band.
+	// clients, ratios (factory and control over plain) in a sane band. A
+	// p99 of 200 samples under -race can be anything: only its sign and
+	// that it parses are checked.
 	for _, q := range []string{"| throughput, records/s", "| process CPU per record", "| p50 latency", "| p99 latency"} {
 		row := cells(t, doc, q)
 		for v := 1; v <= 3; v++ {
@@ -55,7 +57,11 @@ func TestQuick(t *testing.T) {
 		}
 		for _, c := range row[4:6] {
 			ratio := leading(t, c)
-			require.True(t, ratio > 0.2 && ratio < 5, "%s: ratio %v", q, ratio)
+			if q == "| p99 latency" {
+				require.Greater(t, ratio, 0.0, "%s: ratio", q)
+			} else {
+				require.True(t, ratio > 0.2 && ratio < 5, "%s: ratio %v", q, ratio)
+			}
 			require.Contains(t, c, "95% CI [")
 		}
 	}
