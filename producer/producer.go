@@ -222,18 +222,17 @@ func (p *Producer[K, V]) Kgo() *kgo.Client {
 // inflight is one record on its way: the kgo.Record franz-go sends and what
 // its promise needs, in one allocation. The record is the first field, so
 // the promise (one function shared by every record) gets back to its
-// inflight from the *kgo.Record franz-go hands it, the pointer it was given
-// (see promised). Nothing else refers to the inflight. The record's Context
-// starts as the caller's, as with franz-go, and hooks may replace it (a
-// tracing hook wraps it, a hook may cancel what it wrapped when the record
-// is unbuffered, before the promise runs): decisions about the record
-// after a failure use the caller's own (see caller), kept in ctx when the
-// client has such hooks. Without them ctx stays nil: a nil word costs the
-// collector nothing, a set one is scanned for every buffered record.
+// inflight from the *kgo.Record franz-go hands it (see promised).
 //
-// Every pointer here is one more the garbage collector follows for each
-// buffered record in each cycle, which is most of what the producer costs
-// over franz-go: keep them few.
+// The record's Context starts as the caller's, as with franz-go. Hooks may
+// replace it (a tracing hook wraps it; a hook may cancel what it wrapped
+// when the record is unbuffered, before the promise runs), so decisions
+// after a failure use the caller's own (see caller), kept in ctx only when
+// the client has such hooks.
+//
+// Every non-nil pointer here is one more the garbage collector follows for
+// each buffered record in each cycle, which was most of what the producer
+// cost over franz-go: keep them few, and leave ctx nil when it can be.
 type inflight struct {
 	rec  kgo.Record
 	ctx  context.Context
