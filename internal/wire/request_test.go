@@ -290,3 +290,22 @@ func TestRequestTagOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteKeepsNoCopy: a small request is copied into one buffer for a
+// single write; the copy is wiped afterwards (SASL frames carry secrets).
+func TestWriteKeepsNoCopy(t *testing.T) {
+	c, m, _ := newTestConn(t, knownStore(t, "cluster-a", 77), nil)
+	frame := reqFrame(metadataReq(12), 1)
+	if _, err := c.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	if m.written.Len() <= len(frame) { // stamped: longer than the original
+		t.Fatalf("wrote %d bytes", m.written.Len())
+	}
+	if len(c.coal) == 0 {
+		t.Fatal("the small frame did not go through the copy")
+	}
+	if !bytes.Equal(c.coal, make([]byte, len(c.coal))) {
+		t.Fatal("the copy of the request is still in memory")
+	}
+}
