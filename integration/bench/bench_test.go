@@ -186,3 +186,18 @@ func TestPooledSamples(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanScale: -scale multiplies the overhead rounds and blocks (so each
+// block keeps its rounds, and with them every client order) and nothing else.
+func TestPlanScale(t *testing.T) {
+	one, three := planFor(false, 1), planFor(false, 3)
+	for _, c := range [][2]overheadConfig{{one.overhead, three.overhead}, {one.kafka, three.kafka}} {
+		require.Equal(t, 3*c[0].Rounds, c[1].Rounds)
+		require.Equal(t, 3*c[0].Blocks, c[1].Blocks)
+		require.Equal(t, c[0].Records, c[1].Records)
+		require.Equal(t, c[0].Latencies, c[1].Latencies)
+		require.Zero(t, c[0].Rounds/c[0].Blocks%len(roundOrders), "each block runs every client order")
+	}
+	require.Equal(t, one.ryw, three.ryw)
+	require.Equal(t, one.misroute, three.misroute)
+}

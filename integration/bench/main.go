@@ -6,6 +6,7 @@
 //	go run ./integration/bench -quick       # the same, small (< 1 min); the package test runs it
 //	go run ./integration/bench -realkafka   # also the overhead on 3 Apache Kafka 4.4 nodes (needs java, mvn)
 //	go run ./integration/bench -realkafka -local=false   # only real Kafka
+//	go run ./integration/bench -scale 3     # three times the overhead rounds: narrower intervals, longer run
 //
 // Everything runs on loopback, in-process (the local cluster, kfake) or as
 // child JVMs (real Kafka) that are stopped before the command exits.
@@ -34,6 +35,7 @@ import (
 // options say what to run and where the results go.
 type options struct {
 	Quick     bool
+	Scale     int // multiplies the overhead rounds and blocks
 	Local     bool
 	RealKafka bool
 	Out       string // BENCHMARKS.md
@@ -57,7 +59,9 @@ type plan struct {
 	misroute        misrouteConfig
 }
 
-func planFor(quick bool) plan {
+// planFor returns the plan of a run; scale (at least 1) multiplies the
+// rounds and blocks of both overhead measurements.
+func planFor(quick bool, scale int) plan {
 	p := plan{
 		overhead: overheadConfig{Rounds: 480, Blocks: 80, Records: 50000, Latencies: 1000, ValueSize: 1024},
 		kafka:    overheadConfig{Rounds: 120, Blocks: 20, Records: 20000, Latencies: 300, ValueSize: 1024},
@@ -70,6 +74,10 @@ func planFor(quick bool) plan {
 		p.ryw.Trials = 2
 		p.misroute.Trials = 2
 	}
+	for _, c := range []*overheadConfig{&p.overhead, &p.kafka} {
+		c.Rounds *= scale
+		c.Blocks *= scale
+	}
 	return p
 }
 
@@ -78,9 +86,14 @@ func main() {
 	flag.BoolVar(&o.Quick, "quick", false, "small repetition counts (under a minute); numbers are not for publishing")
 	flag.BoolVar(&o.Local, "local", true, "run the local-cluster benchmarks (overhead, read-your-writes, misroute)")
 	flag.BoolVar(&o.RealKafka, "realkafka", false, "also measure the overhead on 3 real Apache Kafka 4.4 nodes (java + mvn; several minutes)")
+	flag.IntVar(&o.Scale, "scale", 1, "multiply the overhead rounds and blocks by this (1 to 20): narrower intervals, a run about that many times longer")
 	flag.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to update (generated sections only)")
 	flag.StringVar(&o.Charts, "charts", "docs/bench", "directory for the PNG charts")
 	flag.Parse()
+	if o.Scale < 1 || o.Scale > 20 {
+		fmt.Fprintf(os.Stderr, "bench: -scale %d: want 1 to 20\n", o.Scale)
+		os.Exit(2)
+	}
 	o.Command = "go run ./integration/bench"
 	if len(os.Args) > 1 {
 		o.Command += " " + strings.Join(os.Args[1:], " ")
@@ -98,11 +111,11 @@ func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(o.Charts, 0o755); err != nil {
 		return err
 	}
-	p := planFor(o.Quick)
+	p := planFor(o.Quick, max(o.Scale, 1))
 	m := thisMachine()
 	sections := map[string]string{}
 	if o.Local {
-		ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+5*max(o.Scale, 1))*time.Minute)
 		defer cancel()
 		body, err := runLocal(ctx, o, p, m)
 		if err != nil {
@@ -111,7 +124,7 @@ func run(ctx context.Context, o options) error {
 		sections[localSection] = body
 	}
 	if o.RealKafka {
-		ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+10*max(o.Scale, 1))*time.Minute)
 		defer cancel()
 		body, err := runReal(ctx, o, p, m)
 		if err != nil {
