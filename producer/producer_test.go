@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -185,6 +186,57 @@ func TestFailureUsesCallersContext(t *testing.T) {
 	require.NoError(t, err)
 	defer bare.Close()
 	require.False(t, recordHooks(bare))
+}
+
+// seeHook checks, for each record a client buffers, that its inflight
+// keeps the caller's context apart (the hookedInflight layout).
+type seeHook struct{ kept, lost *atomic.Int32 }
+
+func (h seeHook) OnProduceRecordBuffered(r *kgo.Record) {
+	x := (*inflight)(unsafe.Pointer(r))
+	if hx := x.hooked(); hx != nil && hx.ctx != nil && hx.ctx.Value(callerKey{}) == "caller" {
+		h.kept.Add(1)
+	} else {
+		h.lost.Add(1)
+	}
+}
+
+type callerKey struct{}
+
+// TestRecordMovesToHookedClient: a record made for a client without record
+// hooks that fails and goes to a new client with such hooks is moved to the
+// layout that keeps the caller's context before franz-go sees it.
+func TestRecordMovesToHookedClient(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	defer kc.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchMaxBytes(1000))
+	require.NoError(t, err)
+	require.False(t, recordHooks(cl))
+	var kept, lost atomic.Int32
+	w := &slowWatch{release: make(chan struct{})}
+	close(w.release)
+	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
+		Watch: w,
+		NewClient: func() (*kgo.Client, error) {
+			return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(seeHook{&kept, &lost}))
+		},
+	})
+	defer p.Close(context.Background())
+	w.gen.Add(1)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callerKey{}, "caller"), 10*time.Second)
+	defer cancel()
+	_, err = p.Produce(ctx, Record[[]byte, []byte]{Topic: "t", Value: make([]byte, 2000)})
+	require.NoError(t, err, "too large for the first client, sent again on the new one")
+	require.Equal(t, int32(1), kept.Load())
+	require.Zero(t, lost.Load())
+}
+
+// TestInflightSize: a record's state is a kgo.Record and 16 bytes (see
+// inflight). A field more moves it to a larger size class and costs every
+// buffered record.
+func TestInflightSize(t *testing.T) {
+	require.Equal(t, unsafe.Sizeof(kgo.Record{})+16, unsafe.Sizeof(inflight{}))
 }
 
 // TestCallbacksGetTheirOwnRecord: many records in flight at once, over
