@@ -449,7 +449,7 @@ func (p *Producer[K, V]) afterFailure(x *inflight, err error) {
 		}
 		// A fresh record: the old one carries the old client's
 		// partition, offset and producer state.
-		fresh := newInflight(x.hooked() != nil)
+		fresh := newInflight(p.cur.Load().hooked)
 		fresh.done = x.done
 		r := &x.rec
 		fresh.rec = kgo.Record{Context: x.caller(), Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition}

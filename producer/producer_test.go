@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -237,6 +238,40 @@ func TestRecordMovesToHookedClient(t *testing.T) {
 // buffered record.
 func TestInflightSize(t *testing.T) {
 	require.Equal(t, unsafe.Sizeof(kgo.Record{})+16, unsafe.Sizeof(inflight{}))
+	require.Equal(t, unsafe.Sizeof(inflight{})+16, unsafe.Sizeof(hookedInflight{}))
+}
+
+// TestHookedFailureWithoutChange: a record of a client with record hooks
+// that fails while the cluster stays the same fails once, with its error,
+// on the client it was given to (the layout bit is not part of the client
+// number: were it, the record would look moved and be sent again forever).
+func TestHookedFailureWithoutChange(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	defer kc.Close()
+	var kept, lost atomic.Int32
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchMaxBytes(1000), kgo.WithHooks(seeHook{&kept, &lost}))
+	require.NoError(t, err)
+	w := &slowWatch{release: make(chan struct{})}
+	close(w.release)
+	var made atomic.Int32
+	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
+		Watch: w,
+		NewClient: func() (*kgo.Client, error) {
+			made.Add(1)
+			return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+		},
+	})
+	defer p.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callerKey{}, "caller"), 10*time.Second)
+	defer cancel()
+	_, err = p.Produce(ctx, Record[[]byte, []byte]{Topic: "t", Value: make([]byte, 2000)})
+	require.ErrorIs(t, err, kerr.MessageTooLarge)
+	require.NoError(t, ctx.Err(), "failed at once, not when the context ended")
+	require.Equal(t, int32(1), kept.Load()+lost.Load(), "given to franz-go once")
+	require.Equal(t, int32(1), kept.Load())
+	require.Zero(t, made.Load(), "no cluster change, no new client")
+	require.Equal(t, p.Kgo(), cl)
 }
 
 // TestCallbacksGetTheirOwnRecord: many records in flight at once, over

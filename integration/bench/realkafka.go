@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/kconsist/kconsist/consistency"
 	"os"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/integration/kafkatest"
 )
 
