@@ -232,11 +232,12 @@ func (p *Producer[K, V]) Kgo() *kgo.Client {
 // classes) and holds one pointer more, the caller's callback, which franz-go
 // would otherwise hold: for every buffered record the garbage collector
 // scans these bytes in each cycle, and every byte allocated per record
-// brings the next cycle closer. Measured, that was most of what the
-// producer cost over franz-go, so nothing goes here that can be found
-// elsewhere: the client a record was given to is a number (its current's
-// seq, which also tells whether the client was replaced since), and the
-// INCONSISTENT_METADATA count only needs its low bits to tell a change.
+// brings the next cycle closer. Extra pointers here were once most of what
+// the producer cost over franz-go (see BENCHMARKS.md), so nothing goes here
+// that can be found elsewhere: the client a record was given to is a number
+// (its current's seq, which also tells whether the client was replaced
+// since), and the INCONSISTENT_METADATA count only needs its low bits to
+// tell a change.
 //
 // The record's Context starts as the caller's, as with franz-go. Hooks may
 // replace it (a tracing hook wraps it; a hook may cancel what it wrapped
