@@ -31,14 +31,29 @@ func (w *slowWatch) Settle(ctx context.Context) uint64 {
 func (w *slowWatch) Check(bool)                      {}
 func (w *slowWatch) OnChange(func()) (cancel func()) { return func() {} }
 
+// settledWatch is a slowWatch whose verdicts come at once.
+func settledWatch() *slowWatch {
+	w := &slowWatch{release: make(chan struct{})}
+	close(w.release)
+	return w
+}
+
+// fakeSeeds starts a kfake cluster of n brokers with topic "t" of n
+// partitions, closed when the test ends, and returns its addresses.
+func fakeSeeds(t *testing.T, n int) []string {
+	t.Helper()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(n), kfake.SeedTopics(int32(n), "t"))
+	require.NoError(t, err)
+	t.Cleanup(kc.Close)
+	return kc.ListenAddrs()
+}
+
 // TestFlushWaitsForFailedRecords: a record that failed waits for the cluster
 // verdict before its callback runs; Flush and Close return only after it
 // ran, and a cluster change seen after Close makes no new client.
 func TestFlushWaitsForFailedRecords(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	require.NoError(t, err)
-	defer kc.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchMaxBytes(1000))
+	seeds := fakeSeeds(t, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerBatchMaxBytes(1000))
 	require.NoError(t, err)
 	w := &slowWatch{release: make(chan struct{})}
 	var newClients atomic.Int32
@@ -46,7 +61,7 @@ func TestFlushWaitsForFailedRecords(t *testing.T) {
 		Watch: w,
 		NewClient: func() (*kgo.Client, error) {
 			newClients.Add(1)
-			return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+			return kgo.NewClient(kgo.SeedBrokers(seeds...))
 		},
 	})
 	var calls atomic.Int32
@@ -83,11 +98,9 @@ func (h bufferedHook) OnProduceRecordBuffered(r *kgo.Record) {
 // record (its values for hooks, its cancellation for a record that waits
 // for its topic), as with plain kgo.Produce.
 func TestRecordContextIsCallers(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	require.NoError(t, err)
-	defer kc.Close()
+	seeds := fakeSeeds(t, 1)
 	h := bufferedHook{seen: make(chan any, 2)}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(h))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.WithHooks(h))
 	require.NoError(t, err)
 	p := New(cl, Bytes(), Bytes())
 	defer p.Close(context.Background())
@@ -125,10 +138,8 @@ func (spanHook) OnProduceRecordBuffered(r *kgo.Record) {
 // TestHookReplacesRecordContext: a hook that replaces a record's Context
 // does not break the producer (records are acknowledged, callbacks run).
 func TestHookReplacesRecordContext(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	require.NoError(t, err)
-	defer kc.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(spanHook{}))
+	seeds := fakeSeeds(t, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.WithHooks(spanHook{}))
 	require.NoError(t, err)
 	p := New(cl, String(), String())
 	defer p.Close(context.Background())
@@ -163,16 +174,13 @@ func (cancelHook) OnProduceRecordUnbuffered(r *kgo.Record, _ error) {
 // follows a cluster change depends on the caller's context, not on the one
 // a hook left on the record (here cancelled by the hook itself).
 func TestFailureUsesCallersContext(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	seeds := fakeSeeds(t, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerBatchMaxBytes(1000), kgo.WithHooks(cancelHook{}))
 	require.NoError(t, err)
-	defer kc.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchMaxBytes(1000), kgo.WithHooks(cancelHook{}))
-	require.NoError(t, err)
-	w := &slowWatch{release: make(chan struct{})}
-	close(w.release)
+	w := settledWatch()
 	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
 		Watch:     w,
-		NewClient: func() (*kgo.Client, error) { return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...)) },
+		NewClient: func() (*kgo.Client, error) { return kgo.NewClient(kgo.SeedBrokers(seeds...)) },
 	})
 	defer p.Close(context.Background())
 	w.gen.Add(1) // the cluster changed: a failed record goes to a new client
@@ -183,7 +191,7 @@ func TestFailureUsesCallersContext(t *testing.T) {
 
 	// Only clients whose hooks see records keep the caller's context apart.
 	require.True(t, recordHooks(cl))
-	bare, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+	bare, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	require.NoError(t, err)
 	defer bare.Close()
 	require.False(t, recordHooks(bare))
@@ -208,19 +216,16 @@ type callerKey struct{}
 // hooks that fails and goes to a new client with such hooks is moved to the
 // layout that keeps the caller's context before franz-go sees it.
 func TestRecordMovesToHookedClient(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	require.NoError(t, err)
-	defer kc.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchMaxBytes(1000))
+	seeds := fakeSeeds(t, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerBatchMaxBytes(1000))
 	require.NoError(t, err)
 	require.False(t, recordHooks(cl))
 	var kept, lost atomic.Int32
-	w := &slowWatch{release: make(chan struct{})}
-	close(w.release)
+	w := settledWatch()
 	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
 		Watch: w,
 		NewClient: func() (*kgo.Client, error) {
-			return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(seeHook{&kept, &lost}))
+			return kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.WithHooks(seeHook{&kept, &lost}))
 		},
 	})
 	defer p.Close(context.Background())
@@ -246,20 +251,17 @@ func TestInflightSize(t *testing.T) {
 // on the client it was given to (the layout bit is not part of the client
 // number: were it, the record would look moved and be sent again forever).
 func TestHookedFailureWithoutChange(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	require.NoError(t, err)
-	defer kc.Close()
+	seeds := fakeSeeds(t, 1)
 	var kept, lost atomic.Int32
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchMaxBytes(1000), kgo.WithHooks(seeHook{&kept, &lost}))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerBatchMaxBytes(1000), kgo.WithHooks(seeHook{&kept, &lost}))
 	require.NoError(t, err)
-	w := &slowWatch{release: make(chan struct{})}
-	close(w.release)
+	w := settledWatch()
 	var made atomic.Int32
 	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
 		Watch: w,
 		NewClient: func() (*kgo.Client, error) {
 			made.Add(1)
-			return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+			return kgo.NewClient(kgo.SeedBrokers(seeds...))
 		},
 	})
 	defer p.Close(context.Background())
@@ -280,10 +282,8 @@ func TestHookedFailureWithoutChange(t *testing.T) {
 // finds a record's state from the *kgo.Record franz-go hands it back, so a
 // mix-up there shows as a value under another record's offset.
 func TestCallbacksGetTheirOwnRecord(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "t"))
-	require.NoError(t, err)
-	defer kc.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerLinger(0))
+	seeds := fakeSeeds(t, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerLinger(0))
 	require.NoError(t, err)
 	p := New(cl, String(), String())
 	defer p.Close(context.Background())
@@ -310,7 +310,7 @@ func TestCallbacksGetTheirOwnRecord(t *testing.T) {
 	require.NoError(t, p.Flush(ctx))
 	require.Zero(t, failed.Load())
 
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ConsumeTopics("t"),
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("t"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	require.NoError(t, err)
 	defer consumer.Close()
@@ -335,10 +335,8 @@ func TestCallbacksGetTheirOwnRecord(t *testing.T) {
 
 // TestNilContext: a nil context means context.Background, as in franz-go.
 func TestNilContext(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	require.NoError(t, err)
-	defer kc.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+	seeds := fakeSeeds(t, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	require.NoError(t, err)
 	p := New(cl, String(), String())
 	defer p.Close(context.Background())
