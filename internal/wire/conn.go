@@ -222,7 +222,8 @@ func (c *conn) Write(p []byte) (int, error) {
 // than hand to writev. On Linux loopback a writev of a stamped header and
 // its body cost about 0.35µs more than one write of the same bytes, as
 // much as copying a few KiB: small requests, the latency-bound ones, are
-// copied; produce batches go out from kgo's buffer untouched.
+// copied; larger requests, produce batches mostly, go out from kgo's
+// buffer untouched.
 const coalesceMax = 4 << 10
 
 func (c *conn) flush() error {
