@@ -106,6 +106,8 @@ type conn struct {
 	wrawNext  bool   // raw SASL follows the current frame
 	wraw      bool   // raw SASL frames: pass everything through
 	scratch   []byte // rewritten header
+	field     []byte // tag 0 field encoding fieldFor
+	fieldFor  consistency.Context
 	out       [][]byte
 	bufs      net.Buffers
 	coal      []byte // a small write, copied together (see coalesceMax)
@@ -137,11 +139,18 @@ func newConn(i *Interceptor, c net.Conn, addr string) *conn {
 }
 
 // Write parses the frames in p, stamps flexible request headers and sends
-// the rewritten headers and the untouched bodies: a small frame copied into
-// one buffer and written with one write, a larger one with one writev (see
-// coalesceMax). Frames may span writes and one write may carry several
-// frames.
+// the rewritten headers and the untouched bodies: a small stamped frame
+// built in one buffer and written with one write, a larger one with one
+// writev (see coalesceMax), an unstamped one as it came. Frames may span
+// writes and one write may carry several frames.
 func (c *conn) Write(p []byte) (int, error) {
+	// kgo writes each request whole, in one call: such a frame needs no
+	// state kept across writes.
+	if c.wbody == 0 && !c.winHeader && !c.wraw && len(p) <= coalesceMax {
+		if parseRequest(p, &c.wh) == nil && 4+int(c.wh.size) == len(p) {
+			return c.writeFrame(p)
+		}
+	}
 	total := len(p)
 	c.out = c.out[:0]
 	for len(p) > 0 {
@@ -198,9 +207,14 @@ func (c *conn) Write(p []byte) (int, error) {
 			c.winHeader = false
 			src, p = c.wpend[:c.wh.need], p[c.wh.need-old:]
 		}
-		hdr, err := c.stamp(src)
+		hdr, stamped, err := c.stamp(c.scratch[:0], src)
 		if err != nil {
 			return 0, err
+		}
+		if stamped {
+			c.scratch = hdr
+		} else {
+			hdr = src[:c.wh.hdrLen]
 		}
 		c.out = append(c.out, hdr)
 		if c.wh.need > c.wh.hdrLen {
@@ -216,6 +230,29 @@ func (c *conn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return total, nil
+}
+
+// writeFrame sends p, one whole small request frame that c.wh describes:
+// stamped, it is built in the one-write buffer (see coalesceMax); else it
+// goes out as kgo wrote it.
+func (c *conn) writeFrame(p []byte) (int, error) {
+	out, stamped, err := c.stamp(c.coal[:0], p)
+	if err != nil {
+		return 0, err
+	}
+	if stamped {
+		out = append(out, p[c.wh.hdrLen:]...)
+		c.coal = out
+		_, err = c.Conn.Write(out)
+		clear(out) // keep no copy of a request (SASL frames carry secrets)
+	} else {
+		_, err = c.Conn.Write(p)
+	}
+	if err != nil {
+		return 0, err
+	}
+	c.wraw = c.wh.key == saslHandshakeKey && c.wh.version == 0
+	return len(p), nil
 }
 
 // coalesceMax is the largest write that flush copies into one buffer rather
@@ -235,14 +272,17 @@ func (c *conn) flush() error {
 		n += len(b)
 	}
 	var err error
-	if n <= coalesceMax {
+	switch {
+	case len(c.out) == 1:
+		_, err = c.Conn.Write(c.out[0])
+	case n <= coalesceMax:
 		c.coal = c.coal[:0]
 		for _, b := range c.out {
 			c.coal = append(c.coal, b...)
 		}
 		_, err = c.Conn.Write(c.coal)
 		clear(c.coal) // keep no copy of a request (SASL frames carry secrets)
-	} else {
+	default:
 		c.bufs = c.out
 		_, err = c.bufs.WriteTo(c.Conn)
 	}
@@ -251,22 +291,28 @@ func (c *conn) flush() error {
 	return err
 }
 
-// stamp returns the header of the parsed request src to send, and notes the
-// request in the in-flight FIFO when a response will follow.
-func (c *conn) stamp(src []byte) ([]byte, error) {
+// stamp notes the parsed request src in the in-flight FIFO when a response
+// will follow. When the request is to carry the store's token, it appends
+// the rewritten header to dst and reports true; else the header goes out as
+// the caller wrote it.
+func (c *conn) stamp(dst, src []byte) ([]byte, bool, error) {
 	h := &c.wh
-	hdr := src[:h.hdrLen]
+	stamped := false
 	sent := int64(-1)
 	if h.flexible {
 		cur := c.i.store.Load()
 		switch {
 		case !cur.IsUnknown():
 			if int64(h.size)+1024 > math.MaxInt32 {
-				return nil, malformed("request frame of %d bytes is too large to stamp", h.size)
+				return dst, false, malformed("request frame of %d bytes is too large to stamp", h.size)
+			}
+			if cur != c.fieldFor { // encoded once per token, not per request
+				c.field = appendStateField(c.field[:0], cur.ClusterID(), cur.Offset())
+				c.fieldFor = cur
 			}
 			sent = cur.Offset()
-			c.scratch = appendStamped(c.scratch[:0], src, h, cur.ClusterID(), sent)
-			hdr = c.scratch
+			dst = appendStamped(dst, src, h, c.field)
+			stamped = true
 			c.i.stamped.Add(1)
 			if c.debug {
 				c.i.log(kgo.LogLevelDebug, "stamped consistency token", "addr", c.addr, "key", h.key, "version", h.version, "token", cur.String())
@@ -287,10 +333,10 @@ func (c *conn) stamp(src []byte) ([]byte, error) {
 			version:  h.version,
 		}, c.stopWaiting)
 		if err != nil {
-			return nil, err
+			return dst, false, err
 		}
 	}
-	return hdr, nil
+	return dst, stamped, nil
 }
 
 // tagData returns the data of the single tagged field f (tag, size, data).
@@ -413,7 +459,7 @@ func (c *conn) scan(b []byte) (int, error) {
 				return pos, malformed("response with correlation id %d answers no request in flight", c.rh.corr)
 			}
 		}
-		req := c.cur
+		req := &c.cur // stays put until the next frame's header
 		if req.corr != c.rh.corr {
 			return pos, malformed("response correlation id %d, expected %d", c.rh.corr, req.corr)
 		}
@@ -434,7 +480,7 @@ func (c *conn) scan(b []byte) (int, error) {
 		frameStart := pos
 		pos += c.rh.hdrLen - old
 		c.rbody = 4 + int(c.rh.size) - c.rh.hdrLen
-		err := c.observe(&req, &c.rh)
+		err := c.observe(req, &c.rh)
 		c.hb = c.hb[:0] // after observe: the header state may alias hb
 		if err != nil {
 			return frameStart, err
@@ -442,8 +488,8 @@ func (c *conn) scan(b []byte) (int, error) {
 		if req.raw {
 			c.rraw = true
 		}
-		if c.shouldHold(&req, &c.rh) {
-			c.holding, c.holdFor, c.holdAt = true, req, c.rh.state.Token
+		if c.shouldHold(req, &c.rh) {
+			c.holding, c.holdFor, c.holdAt = true, *req, c.rh.state.Token
 			c.hold = c.hold[:0]
 			return pos, nil
 		}

@@ -183,10 +183,11 @@ func skipTransactionalID(b []byte, pos int, flexible bool) (int, error) {
 }
 
 // appendStamped appends to dst the header hdr (hdr[:h.hdrLen] of a parsed
-// flexible request) with tag 0 set to {clusterID, token}: an existing tag 0
-// is replaced, other tags keep their bytes and order, and the frame size
-// grows by the difference. Tag 0 is the smallest tag, so it always leads.
-func appendStamped(dst, hdr []byte, h *reqHeader, clusterID string, token int64) []byte {
+// flexible request) with tag 0 set to field, a whole encoded tag 0 field
+// (see appendStateField): an existing tag 0 is replaced, other tags keep
+// their bytes and order, and the frame size grows by the difference. Tag 0
+// is the smallest tag, so it always leads.
+func appendStamped(dst, hdr []byte, h *reqHeader, field []byte) []byte {
 	rest := hdr[h.fieldsAt:h.hdrLen] // fields after tag 0
 	count := h.tagCount
 	if h.tag0End > 0 {
@@ -194,14 +195,19 @@ func appendStamped(dst, hdr []byte, h *reqHeader, clusterID string, token int64)
 	} else {
 		count++
 	}
-	stateLen := StateLen(clusterID)
-	section := uvarintLen(count) + 1 + uvarintLen(uint64(stateLen)) + stateLen + len(rest)
+	section := uvarintLen(count) + len(field) + len(rest)
 	size := int(h.size) - (h.hdrLen - h.tagsAt) + section
 	dst = binary.BigEndian.AppendUint32(dst, uint32(size))
 	dst = append(dst, hdr[4:h.tagsAt]...)
 	dst = binary.AppendUvarint(dst, count)
-	dst = append(dst, ConsistencyStateTag)
-	dst = binary.AppendUvarint(dst, uint64(stateLen))
-	dst = AppendState(dst, clusterID, token)
+	dst = append(dst, field...)
 	return append(dst, rest...)
+}
+
+// appendStateField appends the tagged field tag 0 = {clusterID, token}: the
+// tag, the payload size and the ConsistencyState payload.
+func appendStateField(dst []byte, clusterID string, token int64) []byte {
+	dst = append(dst, ConsistencyStateTag)
+	dst = binary.AppendUvarint(dst, uint64(StateLen(clusterID)))
+	return AppendState(dst, clusterID, token)
 }
