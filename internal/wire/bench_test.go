@@ -7,6 +7,8 @@ import (
 	"net"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kconsist/kconsist/consistency"
 )
 
@@ -133,5 +135,108 @@ func BenchmarkPair(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkPairTCP is BenchmarkPair over loopback TCP, against a goroutine
+// that answers every request frame at once, the way kgo drives a
+// connection: one goroutine writes each request, another reads its answer,
+// and the two hand over through channels. Unlike BenchmarkPair, caches are
+// not all hot: the interceptor's state moves between the writing and the
+// reading goroutine, as in a client.
+func BenchmarkPairTCP(b *testing.B) {
+	produce := produceReq(9, -1, nil).(*kmsg.ProduceRequest)
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "bench"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = make([]byte, 1100) // one 1 KiB record and its batch header
+	pt.Partitions = append(pt.Partitions, pp)
+	produce.Topics = append(produce.Topics, pt)
+	for _, bc := range []struct {
+		name      string
+		intercept bool
+		req       []byte
+	}{
+		{"passthrough/metadata", false, reqFrame(metadataReq(12), 1)},
+		{"intercepted/metadata", true, reqFrame(metadataReq(12), 1)},
+		{"passthrough/produce1KiB", false, reqFrame(produce, 1)},
+		{"intercepted/produce1KiB", true, reqFrame(produce, 1)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			client, stop := loopbackBroker(b, respFrame(1, stateTags("MkU3OEn5P2nNzKailTG_TQ", 1000), make([]byte, 64)))
+			defer stop()
+			var c net.Conn = client
+			if bc.intercept {
+				i, err := New(Config{Store: knownStore(b, "MkU3OEn5P2nNzKailTG_TQ", 1000)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				c = i.Wrap(client, client.RemoteAddr().String())
+			}
+			rt := newRoundTrip(c, bc.req, 4096)
+			toReader, fromReader := make(chan struct{}), make(chan error)
+			go func() {
+				for range toReader {
+					if _, err := io.ReadFull(rt.br, rt.size[:]); err != nil {
+						fromReader <- err
+						continue
+					}
+					_, err := io.ReadFull(rt.br, rt.body[:binary.BigEndian.Uint32(rt.size[:])])
+					fromReader <- err
+				}
+			}()
+			defer close(toReader)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Write(bc.req); err != nil {
+					b.Fatal(err)
+				}
+				toReader <- struct{}{}
+				if err := <-fromReader; err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// loopbackBroker listens on 127.0.0.1, answers each request frame on the one
+// connection it accepts with resp, and returns the client end.
+func loopbackBroker(tb testing.TB, resp []byte) (net.Conn, func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer sc.Close()
+		br := bufio.NewReaderSize(sc, 64<<10)
+		var size [4]byte
+		for {
+			if _, err := io.ReadFull(br, size[:]); err != nil {
+				return
+			}
+			if _, err := br.Discard(int(binary.BigEndian.Uint32(size[:]))); err != nil {
+				return
+			}
+			if _, err := sc.Write(resp); err != nil {
+				return
+			}
+		}
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		tb.Fatal(err)
+	}
+	return client, func() {
+		client.Close()
+		ln.Close()
+		<-done
 	}
 }

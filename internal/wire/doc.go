@@ -7,9 +7,11 @@
 //
 //   - Requests with a flexible header (RequestHeader v2) get tag 0,
 //     ConsistencyState{ClusterId, ConsistencyToken}, from the shared
-//     consistency.Store; nothing is added while the store is Unknown. Bodies
-//     are never copied: the rewritten header and the untouched body go out in
-//     one writev.
+//     consistency.Store; nothing is added while the store is Unknown. A
+//     stamped request of up to 4 KiB is built in one buffer and sent with
+//     one write (and the buffer wiped after); a larger one goes out as the
+//     rewritten header and kgo's untouched body in one writev. Requests
+//     without a stamp are written as kgo wrote them.
 //   - Responses with a flexible header (ResponseHeader v1, every flexible
 //     response but ApiVersions) advance the store with their tag 0. Bytes
 //     reach kgo unchanged; kgo skips header tags itself.
