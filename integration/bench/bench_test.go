@@ -13,6 +13,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/integration/kafkatest"
 )
 
 // TestQuick runs the command in -quick mode into a temporary report, so it
@@ -200,4 +204,67 @@ func TestPlanScale(t *testing.T) {
 	}
 	require.Equal(t, one.ryw, three.ryw)
 	require.Equal(t, one.misroute, three.misroute)
+}
+
+// TestBurstAndLatenciesEndWithContext: a producer whose acknowledgements
+// never come (an idempotent franz-go producer whose broker died) must not
+// hang the run: both timed steps return once ctx ends, with the records
+// they gave up on counted as failed.
+func TestBurstAndLatenciesEndWithContext(t *testing.T) {
+	dead := sender{async: func(context.Context, []byte, func(error)) {}, close: func() {}}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	type out struct{ burstErrs, latErrs, samples int }
+	got := make(chan out, 1)
+	go func() {
+		_, be := dead.burst(ctx, 50, nil)
+		lat, le := dead.latencies(ctx, 10, nil)
+		got <- out{be, le, len(lat)}
+	}()
+	select {
+	case o := <-got:
+		require.Equal(t, out{burstErrs: 50, latErrs: 1, samples: 0}, o)
+	case <-time.After(10 * time.Second):
+		t.Fatal("burst or latencies still waiting 10s after their context ended")
+	}
+}
+
+// TestWatchNodes runs one real Kafka node: the overhead topic's configs are
+// ones Kafka accepts, and when the node dies the watch ends the run's
+// context with an error that names it.
+func TestWatchNodes(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Nodes(1), kafkatest.BrokerConfig("log.retention.check.interval.ms", "1000"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapAddrs()...))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	created, err := adm.CreateTopic(ctx, 1, 1, overheadTopicConfigs, "overhead")
+	require.NoError(t, err)
+	require.NoError(t, created.Err)
+	configs, err := adm.DescribeTopicConfigs(ctx, "overhead")
+	require.NoError(t, err)
+	rc, err := configs.On("overhead", nil)
+	require.NoError(t, err)
+	for _, kv := range rc.Configs {
+		if want, ok := overheadTopicConfigs[kv.Key]; ok {
+			require.Equal(t, *want, kv.MaybeValue(), kv.Key)
+		}
+	}
+
+	watched, stop := watchNodes(ctx, c)
+	defer stop()
+	select {
+	case <-watched.Done():
+		t.Fatalf("watch ended while the node runs: %v", context.Cause(watched))
+	case <-time.After(1500 * time.Millisecond): // at least one check
+	}
+	require.NoError(t, c.Kill(1))
+	select {
+	case <-watched.Done():
+		require.ErrorContains(t, context.Cause(watched), "node 1 exited during the run")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not notice the node's exit")
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -121,37 +120,54 @@ func newSenders(addrs []string, topic string, token consistency.Context) ([3]sen
 
 // burst produces n records as fast as the client takes them and returns the
 // time from the first produce to the last acknowledgement.
+//
+// When ctx ends first, burst returns without waiting for the rest, and the
+// records not acknowledged count as failed: an idempotent franz-go producer
+// never gives up on a batch whose request died on a connection, so with a
+// dead broker the acknowledgements would never come.
 func (s sender) burst(ctx context.Context, n int, value []byte) (time.Duration, int) {
-	var wg sync.WaitGroup
-	var errs atomic.Int64
-	wg.Add(n)
+	var left, errs atomic.Int64
+	left.Store(int64(n))
+	all := make(chan struct{})
 	start := time.Now()
 	for range n {
 		s.async(ctx, value, func(err error) {
 			if err != nil {
 				errs.Add(1)
 			}
-			wg.Done()
+			if left.Add(-1) == 0 {
+				close(all)
+			}
 		})
 	}
-	wg.Wait()
-	return time.Since(start), int(errs.Load())
+	select {
+	case <-all:
+		return time.Since(start), int(errs.Load())
+	case <-ctx.Done():
+		return time.Since(start), int(errs.Load() + left.Load())
+	}
 }
 
 // latencies produces n records one at a time, each waiting for its
-// acknowledgement, and returns each round trip in ms.
+// acknowledgement, and returns each round trip in ms. It stops when ctx
+// ends, counting the record it waited for as failed.
 func (s sender) latencies(ctx context.Context, n int, value []byte) ([]float64, int) {
 	out := make([]float64, 0, n)
 	errs := 0
-	done := make(chan error, 1)
+	done := make(chan error, 1) // a late answer after ctx ended does not block
 	for range n {
 		start := time.Now()
 		s.async(ctx, value, func(err error) { done <- err })
-		if err := <-done; err != nil {
-			errs++
-			continue
+		select {
+		case err := <-done:
+			if err != nil {
+				errs++
+				continue
+			}
+			out = append(out, ms(time.Since(start)))
+		case <-ctx.Done():
+			return out, errs + 1
 		}
-		out = append(out, ms(time.Since(start)))
 	}
 	return out, errs
 }

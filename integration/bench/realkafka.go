@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,16 +82,21 @@ func runKafka(ctx context.Context, cfg overheadConfig, logf func(string, ...any)
 		}
 	}()
 	t0 := time.Now()
-	c := kafkatest.Start(r, kafkatest.Nodes(3))
+	// The bursts write about 0.5 GB/s to the nodes' disks: the retention
+	// check runs every second (the default is every 5 minutes) so that the
+	// topic's retention.bytes bounds what a run keeps on disk.
+	c := kafkatest.Start(r, kafkatest.Nodes(3), kafkatest.BrokerConfig("log.retention.check.interval.ms", "1000"))
 	startup = time.Since(t0)
 	logf("real Kafka: 3 nodes ready in %v", startup.Round(time.Millisecond))
+	ctx, stopWatch := watchNodes(ctx, c)
+	defer stopWatch()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapAddrs()...))
 	if err != nil {
 		return nil, startup, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	created, err := adm.CreateTopic(ctx, 3, 3, nil, "overhead")
+	created, err := adm.CreateTopic(ctx, 3, 3, overheadTopicConfigs, "overhead")
 	if err == nil {
 		err = created.Err
 	}
@@ -115,5 +122,61 @@ func runKafka(ctx context.Context, cfg overheadConfig, logf func(string, ...any)
 		}
 	}
 	res, err = runOverhead(ctx, "Apache Kafka 4.4, 3 nodes", c.BootstrapAddrs(), "overhead", consistency.MustOf(c.ClusterID(), 1<<40), cfg, nil, logf)
+	if cause := context.Cause(ctx); err != nil && cause != nil {
+		err = cause // say why the run stopped: a node exited, or the time ran out
+	}
 	return res, startup, err
+}
+
+// overheadTopicConfigs bound the overhead topic's disk use to about 3 GB
+// (3 partitions, 3 replicas, 256 MiB kept plus the active 64 MiB segment,
+// deleted files removed after a second), however long the run. Without them
+// a -scale 6 run filled a 250 GB disk, the nodes died and the run hung.
+var overheadTopicConfigs = map[string]*string{
+	"retention.bytes":      kadm.StringPtr(strconv.Itoa(256 << 20)),
+	"segment.bytes":        kadm.StringPtr(strconv.Itoa(64 << 20)),
+	"file.delete.delay.ms": kadm.StringPtr("1000"),
+	"retention.ms":         kadm.StringPtr("-1"),
+}
+
+// watchNodes returns a context that ends, with an error naming the node and
+// the end of its log, when one of c's nodes exits; stop ends the watch.
+func watchNodes(ctx context.Context, c *kafkatest.Cluster) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			for _, id := range c.NodeIDs() {
+				if c.Running(id) {
+					continue
+				}
+				logs, _ := c.Logs(id)
+				cancel(fmt.Errorf("real Kafka: node %d exited during the run; end of its log:\n%s", id, lastLines(logs, 20)))
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		close(quit)
+		wg.Wait()
+		cancel(nil)
+	}
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
