@@ -225,7 +225,8 @@ func runReal(ctx context.Context, o options, p plan, m machine) (string, error) 
 	}
 	var tables bytes.Buffer
 	fmt.Fprintf(&tables, "Three combined broker+controller JVMs started by `integration/kafkatest` (ready in %v), topic of 3 partitions "+
-		"with replication factor 3, every replica in sync before the first round. The factory's store starts with a token of "+
+		"with replication factor 3, every replica in sync before the first round; the topic keeps its last 256 MiB per partition "+
+		"(`retention.bytes`, checked every second), which bounds the run's disk use. The factory's store starts with a token of "+
 		"this cluster, as if handed over by another service, so every factory request carries it; Kafka 4.4 skips the header tag "+
 		"and sends none back. This is the cost of stamping and scanning on a broker that does not implement KIP-1243.\n\n",
 		startup.Round(time.Second))
