@@ -238,8 +238,10 @@ func (c *conn) Write(p []byte) (int, error) {
 func (c *conn) writeFrame(p []byte) (int, error) {
 	out, stamped, err := c.stamp(c.coal[:0], p)
 	if err != nil {
+		clear(out) // a stamped header, when the in-flight ring refused it
 		return 0, err
 	}
+	c.wraw = c.wh.key == saslHandshakeKey && c.wh.version == 0
 	if stamped {
 		out = append(out, p[c.wh.hdrLen:]...)
 		c.coal = out
@@ -251,7 +253,6 @@ func (c *conn) writeFrame(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	c.wraw = c.wh.key == saslHandshakeKey && c.wh.version == 0
 	return len(p), nil
 }
 
@@ -288,6 +289,12 @@ func (c *conn) flush() error {
 	}
 	clear(c.out) // do not keep the caller's buffers alive
 	c.out = c.out[:0]
+	if !c.winHeader {
+		// A header that came in pieces was held with whatever followed
+		// it in the same write, body bytes included.
+		clear(c.wpend)
+		c.wpend = c.wpend[:0]
+	}
 	return err
 }
 

@@ -3,7 +3,9 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -313,6 +315,7 @@ func TestWriteKeepsNoCopy(t *testing.T) {
 		{name: "metadata", writes: [][]byte{reqFrame(metadataReq(12), 1)}},
 		{name: "produce then SaslAuthenticate", writes: [][]byte{append(append([]byte(nil), produce...), authFrame...)}},
 		{name: "SaslAuthenticate in two writes", writes: [][]byte{authFrame[:len(authFrame)-10], authFrame[len(authFrame)-10:]}},
+		{name: "SaslAuthenticate split inside its header", writes: [][]byte{authFrame[:7], authFrame[7:]}},
 		{name: "raw SASL after SaslHandshake v0", writes: [][]byte{reqFrame(hs, 3), raw}, unstamped: true},
 		{name: "produce, then the end of a SaslAuthenticate", writes: [][]byte{append(append([]byte(nil), produce...), authFrame[:len(authFrame)-10]...), authFrame[len(authFrame)-10:]}},
 	} {
@@ -321,14 +324,20 @@ func TestWriteKeepsNoCopy(t *testing.T) {
 			total := 0
 			for i, w := range tc.writes {
 				total += len(w)
+				before := m.written.Len()
 				if _, err := c.Write(w); err != nil {
 					t.Fatal(err)
 				}
-				if len(c.coal) == 0 && !tc.unstamped {
+				if len(c.coal) == 0 && !tc.unstamped && m.written.Len() > before {
 					t.Fatalf("write %d did not go through the copy", i)
 				}
 				if !bytes.Equal(c.coal, make([]byte, len(c.coal))) {
 					t.Fatalf("after write %d the copy of the request is still in memory", i)
+				}
+				for _, held := range [][]byte{c.coal[:cap(c.coal)], c.wpend[:cap(c.wpend)], c.scratch[:cap(c.scratch)]} {
+					if bytes.Contains(held, []byte("password")) {
+						t.Fatalf("after write %d a buffer of the connection still holds a password", i)
+					}
 				}
 			}
 			if m.written.Len() < total || (!tc.unstamped && m.written.Len() == total) { // stamped: longer than the original
@@ -350,6 +359,7 @@ func TestStampFollowsStore(t *testing.T) {
 		c, m, _ := newTestConn(t, store, nil)
 		write := func(want consistency.Context) {
 			t.Helper()
+			defer c.q.pop()
 			m.written.Reset()
 			chunks := [][]byte{frame}
 			if split {
@@ -360,7 +370,9 @@ func TestStampFollowsStore(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c.q.pop()
+			if e, ok := c.q.peek(); !ok || e.sent != want.Offset() {
+				t.Fatalf("split %v: in flight %+v, %v; want sent %d", split, e, ok, want.Offset())
+			}
 			if want.IsUnknown() {
 				if !bytes.Equal(m.written.Bytes(), frame) {
 					t.Fatalf("split %v: an Unknown store changed the request", split)
@@ -377,9 +389,54 @@ func TestStampFollowsStore(t *testing.T) {
 		write(consistency.MustOf("cluster-a", 900))
 		store.Reset()
 		write(consistency.Unknown())
-		if _, err := store.Advance(consistency.MustOf("cluster-bb", 3)); err != nil {
+		// Another cluster at the same offset: the cluster id must change.
+		if _, err := store.Advance(consistency.MustOf("cluster-bb", 900)); err != nil {
 			t.Fatal(err)
 		}
-		write(consistency.MustOf("cluster-bb", 3))
+		write(consistency.MustOf("cluster-bb", 900))
+	}
+}
+
+// TestRefusedRequestLeavesNoCopy: when the in-flight ring is full and the
+// write deadline has passed, the request is refused, and the header stamped
+// for it does not stay behind in the one-write buffer.
+func TestRefusedRequestLeavesNoCopy(t *testing.T) {
+	c, _, _ := newTestConn(t, knownStore(t, "cluster-a", 77), nil)
+	frame := reqFrame(metadataReq(12), 1)
+	for range maxInflight {
+		if _, err := c.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.SetWriteDeadline(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(frame); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Write with a full ring after the deadline: %v, want a deadline error", err)
+	}
+	if held := c.coal[:cap(c.coal)]; !bytes.Equal(held, make([]byte, len(held))) {
+		t.Fatal("the refused request's stamped header is still in the one-write buffer")
+	}
+}
+
+// TestHandshakeV0WriteErrorKeepsRawMode: after a SaslHandshake v0 request,
+// what follows is raw SASL whether or not its write went through, in the
+// whole-frame path as in the piecewise one.
+func TestHandshakeV0WriteErrorKeepsRawMode(t *testing.T) {
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version = 0
+	hs.Mechanism = "PLAIN"
+	frame := reqFrame(hs, 3)
+	for _, chunks := range [][][]byte{{frame}, {frame[:6], frame[6:]}} {
+		c, m, _ := newTestConn(t, knownStore(t, "cluster-a", 77), nil)
+		for k, ch := range chunks {
+			if k == len(chunks)-1 {
+				m.Close()
+			}
+			_, _ = c.Write(ch)
+		}
+		if !c.wraw {
+			t.Fatalf("%d writes: not in raw SASL mode after a failed SaslHandshake v0 write", len(chunks))
+		}
 	}
 }
