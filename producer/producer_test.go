@@ -58,11 +58,8 @@ func TestFlushWaitsForFailedRecords(t *testing.T) {
 	w := &slowWatch{release: make(chan struct{})}
 	var newClients atomic.Int32
 	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
-		Watch: w,
-		NewClient: func() (*kgo.Client, error) {
-			newClients.Add(1)
-			return kgo.NewClient(kgo.SeedBrokers(seeds...))
-		},
+		Watch:     w,
+		NewClient: countedClients(seeds, &newClients),
 	})
 	var calls atomic.Int32
 	var got error
@@ -258,11 +255,8 @@ func TestHookedFailureWithoutChange(t *testing.T) {
 	w := settledWatch()
 	var made atomic.Int32
 	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
-		Watch: w,
-		NewClient: func() (*kgo.Client, error) {
-			made.Add(1)
-			return kgo.NewClient(kgo.SeedBrokers(seeds...))
-		},
+		Watch:     w,
+		NewClient: countedClients(seeds, &made),
 	})
 	defer p.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callerKey{}, "caller"), 10*time.Second)
@@ -342,4 +336,13 @@ func TestNilContext(t *testing.T) {
 	defer p.Close(context.Background())
 	_, err = p.Produce(nil, Record[string, string]{Topic: "t", Value: "v"}) // a nil context on purpose
 	require.NoError(t, err)
+}
+
+// countedClients makes plain clients of seeds for a Follow and counts them
+// in n.
+func countedClients(seeds []string, n *atomic.Int32) func() (*kgo.Client, error) {
+	return func() (*kgo.Client, error) {
+		n.Add(1)
+		return kgo.NewClient(kgo.SeedBrokers(seeds...))
+	}
 }
