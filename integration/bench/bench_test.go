@@ -263,7 +263,9 @@ func TestWatchNodes(t *testing.T) {
 	require.NoError(t, c.Kill(1))
 	select {
 	case <-watched.Done():
-		require.ErrorContains(t, context.Cause(watched), "node 1 exited during the run")
+		cause := context.Cause(watched)
+		require.ErrorContains(t, cause, "node 1 exited during the run; end of its log:\n")
+		require.NotEqual(t, "", strings.TrimSpace(strings.SplitN(cause.Error(), "end of its log:\n", 2)[1]), "the node's log")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watch did not notice the node's exit")
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -162,8 +161,8 @@ func watchNodes(ctx context.Context, c *kafkatest.Cluster) (context.Context, fun
 				if c.Running(id) {
 					continue
 				}
-				logs, _ := c.Logs(id)
-				cancel(fmt.Errorf("real Kafka: node %d exited during the run; end of its log:\n%s", id, lastLines(logs, 20)))
+				logs, _ := c.LogTail(id, 20)
+				cancel(fmt.Errorf("real Kafka: node %d exited during the run; end of its log:\n%s", id, logs))
 				return
 			}
 		}
@@ -173,10 +172,4 @@ func watchNodes(ctx context.Context, c *kafkatest.Cluster) (context.Context, fun
 		wg.Wait()
 		cancel(nil)
 	}
-}
-
-// lastLines returns the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }

@@ -502,6 +502,15 @@ func (c *Cluster) Logs(id int32) (string, error) {
 	return readFile(n.logPath), nil
 }
 
+// LogTail returns the last lines lines of node id's log.
+func (c *Cluster) LogTail(id int32, lines int) (string, error) {
+	logs, err := c.Logs(id)
+	if err != nil {
+		return "", err
+	}
+	return tail(logs, lines), nil
+}
+
 // Stop shuts node id down gracefully (SIGTERM) and waits for it to exit; if it
 // has not after a minute it is killed and Stop reports that.
 func (c *Cluster) Stop(id int32) error {
