@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -218,8 +219,8 @@ func TestBurstAndLatenciesEndWithContext(t *testing.T) {
 	got := make(chan out, 1)
 	go func() {
 		_, be := dead.burst(ctx, 50, nil)
-		lat, le := dead.latencies(ctx, 10, nil)
-		got <- out{be, le, len(lat)}
+		lat, le := latencies(ctx, []sender{dead}, 10, nil)
+		got <- out{be, le[0], len(lat[0])}
 	}()
 	select {
 	case o := <-got:
@@ -227,6 +228,32 @@ func TestBurstAndLatenciesEndWithContext(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("burst or latencies still waiting 10s after their context ended")
 	}
+}
+
+// TestLatenciesTakeTurns: the sequential produces of the latency step
+// alternate between the clients record by record, in the order given, so
+// a slow stretch of the cluster is shared by all of them; every client gets
+// its n samples and its failures are its own.
+func TestLatenciesTakeTurns(t *testing.T) {
+	var calls []int
+	failing := errors.New("refused")
+	mk := func(id int, fail bool) sender {
+		return sender{async: func(_ context.Context, _ []byte, done func(error)) {
+			calls = append(calls, id)
+			if fail && len(calls)%2 == 0 {
+				done(failing)
+				return
+			}
+			done(nil)
+		}, close: func() {}}
+	}
+	s := []sender{mk(2, false), mk(0, false), mk(1, true)}
+	lat, errs := latencies(context.Background(), s, 4, nil)
+	require.Equal(t, []int{2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1}, calls)
+	require.Len(t, lat[0], 4)
+	require.Len(t, lat[1], 4)
+	require.Equal(t, []int{0, 0, 2}, errs) // calls 6 and 12 fail
+	require.Len(t, lat[2], 2)
 }
 
 // TestWatchNodes runs one real Kafka node: the overhead topic's configs are

@@ -41,7 +41,7 @@ type overheadConfig struct {
 	Rounds    int // interleaved rounds in all
 	Blocks    int // fresh client pairs, each warmed up untimed, sharing the rounds
 	Records   int // records per throughput burst, per round and client
-	Latencies int // sequential acknowledged produces per round and client
+	Latencies int // sequential acknowledged produces per round and client, the clients taking turns
 	ValueSize int
 }
 
@@ -148,25 +148,35 @@ func (s sender) burst(ctx context.Context, n int, value []byte) (time.Duration, 
 	}
 }
 
-// latencies produces n records one at a time, each waiting for its
-// acknowledgement, and returns each round trip in ms. It stops when ctx
-// ends, counting the record it waited for as failed.
-func (s sender) latencies(ctx context.Context, n int, value []byte) ([]float64, int) {
-	out := make([]float64, 0, n)
-	errs := 0
+// latencies produces n records per sender, one at a time, each waiting for
+// its acknowledgement, and returns every sender's round trips in ms and its
+// failures. The senders take turns record by record, in the order given, so
+// that a slow stretch of the cluster or the machine (a broker's GC pause, a
+// log roll, a neighbour on the host) lands on all of them alike instead of
+// on whichever client happened to be measured then. When ctx ends it stops,
+// counting the record it waited for as failed.
+func latencies(ctx context.Context, s []sender, n int, value []byte) ([][]float64, []int) {
+	out := make([][]float64, len(s))
+	for i := range out {
+		out[i] = make([]float64, 0, n)
+	}
+	errs := make([]int, len(s))
 	done := make(chan error, 1) // a late answer after ctx ended does not block
 	for range n {
-		start := time.Now()
-		s.async(ctx, value, func(err error) { done <- err })
-		select {
-		case err := <-done:
-			if err != nil {
-				errs++
-				continue
+		for i, c := range s {
+			start := time.Now()
+			c.async(ctx, value, func(err error) { done <- err })
+			select {
+			case err := <-done:
+				if err != nil {
+					errs[i]++
+					continue
+				}
+				out[i] = append(out[i], ms(time.Since(start)))
+			case <-ctx.Done():
+				errs[i]++
+				return out, errs
 			}
-			out = append(out, ms(time.Since(start)))
-		case <-ctx.Done():
-			return out, errs + 1
 		}
 	}
 	return out, errs
@@ -217,11 +227,12 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 		if _, errs := s[v].burst(ctx, max(cfg.Records/4, 100), value); errs > 0 {
 			return fmt.Errorf("overhead warm-up: %s: %d records failed", variantNames[v], errs)
 		}
-		s[v].latencies(ctx, 20, value)
 	}
+	latencies(ctx, s[:], 20, value)
 	for range rounds {
 		r := len(res.Block)
-		for _, v := range roundOrders[r%len(roundOrders)] {
+		order := roundOrders[r%len(roundOrders)]
+		step := func() error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -231,6 +242,12 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 				}
 			}
 			runtime.GC()
+			return nil
+		}
+		for _, v := range order {
+			if err := step(); err != nil {
+				return err
+			}
 			cpu0, okCPU := processCPU()
 			d, errs := s[v].burst(ctx, cfg.Records, value)
 			if cpu1, ok := processCPU(); ok && okCPU {
@@ -238,11 +255,16 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 			}
 			res.Errors[v] += errs
 			res.Tput[v] = append(res.Tput[v], float64(cfg.Records-errs)/d.Seconds())
-			lat, errs := s[v].latencies(ctx, cfg.Latencies, value)
-			res.Errors[v] += errs
-			res.Lat[v] = append(res.Lat[v], lat...)
-			res.LatR[v] = append(res.LatR[v], lat)
-			res.RoundP[v] = append(res.RoundP[v], [2]float64{quantile(lat, 0.5), quantile(lat, 0.99)})
+		}
+		if err := step(); err != nil {
+			return err
+		}
+		lat, errs := latencies(ctx, []sender{s[order[0]], s[order[1]], s[order[2]]}, cfg.Latencies, value)
+		for i, v := range order {
+			res.Errors[v] += errs[i]
+			res.Lat[v] = append(res.Lat[v], lat[i]...)
+			res.LatR[v] = append(res.LatR[v], lat[i])
+			res.RoundP[v] = append(res.RoundP[v], [2]float64{quantile(lat[i], 0.5), quantile(lat[i], 0.99)})
 		}
 		res.Block = append(res.Block, block)
 		logf("overhead %s round %d/%d (block %d): records/s, CPU µs/record, p99 ms: factory %.0f %.2f %.3f, plain %.0f %.2f %.3f, control %.0f %.2f %.3f",

@@ -153,10 +153,11 @@ func overheadMarkdown(w *bytes.Buffer, r *overheadResult) {
 		"reports when there is no overhead.\n\n", r.Where, c.ValueSize)
 	fmt.Fprintf(w, "Repetitions: %d interleaved rounds in %d blocks; each block makes three fresh clients and warms them up untimed, "+
 		"so that what differs between two client instances without being the SDK averages out. The order of the clients "+
-		"cycles through all six permutations. Each round and client: a forced GC, a burst of %d async records "+
+		"cycles through all six permutations. Each round, for each client in the round's order: a forced GC and a burst of %d async records "+
 		"(throughput = records / time from first produce to last acknowledgement; CPU = user + system time of the whole process, "+
-		"clients, cluster and Go runtime, during the burst, per record), then %d sequential produces each waiting for its "+
-		"acknowledgement (latency). Spread: median [min–max] over rounds. Run time %v.\n\n",
+		"clients, cluster and Go runtime, during the burst, per record). Then, after another forced GC, %d sequential produces per client, "+
+		"each waiting for its acknowledgement (latency), the three clients taking turns record by record so that a slow stretch of "+
+		"the cluster or the machine hits them alike. Spread: median [min–max] over rounds. Run time %v.\n\n",
 		c.Rounds, max(c.Blocks, 1), c.Records, c.Latencies, r.Elapsed.Round(time.Second))
 	fmt.Fprintf(w, "Verdicts use a 95%% bootstrap interval (1000 resamples of the blocks, each with all its rounds): *met* when the whole interval is on the "+
 		"target's side, *missed* when it is all on the other side, *not decided* when the run's noise spans the target.\n\n")
