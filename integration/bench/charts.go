@@ -7,7 +7,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -15,6 +14,14 @@ var colors = [3]color.Color{
 	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // factory
 	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // plain kgo
 	color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}, // control (plain kgo)
+}
+
+// darkColors are darker shades of colors, for a second series of a client
+// (its p99 beside its p50).
+var darkColors = [3]color.Color{
+	color.RGBA{R: 0x0b, G: 0x3c, B: 0x5d, A: 0xff},
+	color.RGBA{R: 0xa8, G: 0x4e, B: 0x00, A: 0xff},
+	color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
 }
 
 func save(p *plot.Plot, dir, name string) (string, error) {
@@ -67,7 +74,13 @@ func overheadCharts(r *overheadResult, dir, prefix, title string) ([]string, err
 		p.Legend.Add(variantNames[v], b)
 	}
 	p.NominalX("p50", "p99")
+	// The bars sit beside their tick by an offset gonum does not count in
+	// the data range: widen it so the outer bars are not cut off. The
+	// legend goes over the short p50 bars, not the p99 ones.
+	p.X.Min, p.X.Max = -0.6, 1.6
+	p.Y.Min = 0
 	p.Legend.Top = true
+	p.Legend.Left = true
 	b, err := save(p, dir, prefix+"_latency.png")
 	if err != nil {
 		return nil, err
@@ -105,7 +118,7 @@ func rywChart(rs []rywResult, dir string) (string, error) {
 		}
 		b.Color = colors[s.v]
 		if s.q > 0.5 {
-			b.Color = plotutil.DarkColors[s.v]
+			b.Color = darkColors[s.v]
 		}
 		b.Offset = w * vg.Length(2*i-3) / 2
 		p.Add(b)
