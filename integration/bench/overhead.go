@@ -229,23 +229,24 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 		}
 	}
 	latencies(ctx, s[:], 20, value)
+	// beforeStep runs before every timed step: settle, then a forced GC.
+	beforeStep := func() error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if settle != nil {
+			if err := settle(ctx); err != nil {
+				return err
+			}
+		}
+		runtime.GC()
+		return nil
+	}
 	for range rounds {
 		r := len(res.Block)
 		order := roundOrders[r%len(roundOrders)]
-		step := func() error {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if settle != nil {
-				if err := settle(ctx); err != nil {
-					return err
-				}
-			}
-			runtime.GC()
-			return nil
-		}
 		for _, v := range order {
-			if err := step(); err != nil {
+			if err := beforeStep(); err != nil {
 				return err
 			}
 			cpu0, okCPU := processCPU()
@@ -256,7 +257,7 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 			res.Errors[v] += errs
 			res.Tput[v] = append(res.Tput[v], float64(cfg.Records-errs)/d.Seconds())
 		}
-		if err := step(); err != nil {
+		if err := beforeStep(); err != nil {
 			return err
 		}
 		lat, errs := latencies(ctx, []sender{s[order[0]], s[order[1]], s[order[2]]}, cfg.Latencies, value)
