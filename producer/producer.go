@@ -89,7 +89,7 @@ type Follow struct {
 	// factory's clients. A record that fails after the count moved failed
 	// because brokers stayed behind the token, whatever error franz-go
 	// gave up with. May be nil.
-	Inconsistent func() uint64
+	Inconsistent *atomic.Uint64
 }
 
 // Producer produces records with K keys and V values. It is safe for
@@ -97,9 +97,22 @@ type Follow struct {
 type Producer[K, V any] struct {
 	keys   Serializer[K]
 	values Serializer[V]
+	// rawKeys, rawValues: the serializer is Bytes(), so K (or V) is
+	// []byte and a key (value) is its own bytes; prepare takes them
+	// without a call.
+	rawKeys, rawValues bool
+
+	e engine
+}
+
+// engine is what a producer does with a serialized record: give it to the
+// current client, see its outcome, follow cluster changes. It does not
+// depend on K and V, so its per-record methods are plain functions, called
+// without the dictionary a generic method takes.
+type engine struct {
 	follow Follow
 
-	promise func(*kgo.Record, error) // p.promised, made once
+	promise func(*kgo.Record, error) // e.promised, made once
 
 	cur    atomic.Pointer[current] // read on every record
 	mu     sync.Mutex              // serializes replacing cur
@@ -114,31 +127,31 @@ type Producer[K, V any] struct {
 	idle        chan struct{} // closed when outstanding drops to zero
 }
 
-func (p *Producer[K, V]) begin() {
-	p.omu.Lock()
-	if p.outstanding == 0 {
-		p.idle = make(chan struct{})
+func (e *engine) begin() {
+	e.omu.Lock()
+	if e.outstanding == 0 {
+		e.idle = make(chan struct{})
 	}
-	p.outstanding++
-	p.omu.Unlock()
+	e.outstanding++
+	e.omu.Unlock()
 }
 
-func (p *Producer[K, V]) end() {
-	p.omu.Lock()
-	p.outstanding--
-	if p.outstanding == 0 {
-		close(p.idle)
+func (e *engine) end() {
+	e.omu.Lock()
+	e.outstanding--
+	if e.outstanding == 0 {
+		close(e.idle)
 	}
-	p.omu.Unlock()
+	e.omu.Unlock()
 }
 
 // waitIdle waits until no failed record awaits its outcome; it reports
 // whether there was any to wait for.
-func (p *Producer[K, V]) waitIdle(ctx context.Context) (bool, error) {
-	p.omu.Lock()
-	ch := p.idle
-	busy := p.outstanding > 0
-	p.omu.Unlock()
+func (e *engine) waitIdle(ctx context.Context) (bool, error) {
+	e.omu.Lock()
+	ch := e.idle
+	busy := e.outstanding > 0
+	e.omu.Unlock()
 	if !busy {
 		return false, nil
 	}
@@ -184,8 +197,12 @@ func recordHooks(cl *kgo.Client) bool {
 // factory.NewProducer.
 func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
 	p := &Producer[K, V]{keys: keys, values: values}
-	p.promise = p.promised
-	p.cur.Store(newCurrent(cl, 0, 0))
+	// A serializer of type bytesSerializer is a Serializer[[]byte]: K
+	// (V) is then []byte itself (see prepare).
+	_, p.rawKeys = any(keys).(bytesSerializer)
+	_, p.rawValues = any(values).(bytesSerializer)
+	p.e.promise = p.e.promised
+	p.e.cur.Store(newCurrent(cl, 0, 0))
 	return p
 }
 
@@ -197,30 +214,31 @@ func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Pr
 // has none): on a change it purges its topics from the client, which fails
 // the records at once, and they are reported as ClusterChangedError.
 func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
-	p.follow = f
+	e := &p.e
+	e.follow = f
 	if f.Watch != nil {
-		c := p.cur.Load()
-		p.cur.Store(newCurrent(c.cl, f.Watch.Generation(), c.seq))
+		c := e.cur.Load()
+		e.cur.Store(newCurrent(c.cl, f.Watch.Generation(), c.seq))
 		if f.Pinned {
-			p.cancel = f.Watch.OnChange(p.failBuffered)
+			e.cancel = f.Watch.OnChange(e.failBuffered)
 		}
 	}
 	return p
 }
 
 // failBuffered fails every record the current client still holds.
-func (p *Producer[K, V]) failBuffered() {
+func (e *engine) failBuffered() {
 	var topics []string
-	p.topics.Range(func(k, _ any) bool {
+	e.topics.Range(func(k, _ any) bool {
 		topics = append(topics, k.(string))
 		return true
 	})
-	p.Kgo().PurgeTopicsFromClient(topics...)
+	e.cur.Load().cl.PurgeTopicsFromClient(topics...)
 }
 
 // Kgo returns the current underlying franz-go client.
 func (p *Producer[K, V]) Kgo() *kgo.Client {
-	return p.cur.Load().cl
+	return p.e.cur.Load().cl
 }
 
 // inflight is one record on its way: the kgo.Record franz-go sends and what
@@ -299,16 +317,22 @@ func (x *inflight) caller() context.Context {
 	return x.rec.Context // no hook could have replaced it
 }
 
-func (p *Producer[K, V]) prepare(ctx context.Context, r Record[K, V], done func(Result, error)) (*inflight, error) {
+// prepare serializes r into a new inflight.
+func (p *Producer[K, V]) prepare(ctx context.Context, r *Record[K, V], done func(Result, error)) (*inflight, error) {
 	if r.Topic == "" {
 		return nil, fmt.Errorf("%w: record has no topic", ErrSerialize)
 	}
-	k, err := p.keys.Serialize(r.Topic, r.Key)
-	if err != nil {
+	var k, v []byte
+	var err error
+	if p.rawKeys {
+		// K is []byte (see New); the record's key is the bytes to send.
+		k = *(*[]byte)(unsafe.Pointer(&r.Key))
+	} else if k, err = p.keys.Serialize(r.Topic, r.Key); err != nil {
 		return nil, fmt.Errorf("%w: key for topic %s: %w", ErrSerialize, r.Topic, err)
 	}
-	v, err := p.values.Serialize(r.Topic, r.Value)
-	if err != nil {
+	if p.rawValues {
+		v = *(*[]byte)(unsafe.Pointer(&r.Value))
+	} else if v, err = p.values.Serialize(r.Topic, r.Value); err != nil {
 		return nil, fmt.Errorf("%w: value for topic %s: %w", ErrSerialize, r.Topic, err)
 	}
 	if ctx == nil { // as franz-go takes it
@@ -316,12 +340,16 @@ func (p *Producer[K, V]) prepare(ctx context.Context, r Record[K, V], done func(
 	}
 	// Field by field: assigning a whole kgo.Record to the heap object
 	// would copy its zero fields too, under the GC's write barrier.
-	x := newInflight(p.cur.Load().hooked)
+	x := newInflight(p.e.cur.Load().hooked)
 	x.done = done
 	x.rec.Context = ctx
 	x.rec.Topic = r.Topic
-	x.rec.Key = k
-	x.rec.Value = v
+	if k != nil { // a null key, most often: the field is nil already
+		x.rec.Key = k
+	}
+	if v != nil {
+		x.rec.Value = v
+	}
 	x.rec.Partition = r.Partition
 	if !r.Timestamp.IsZero() { // franz-go stamps the others
 		x.rec.Timestamp = r.Timestamp
@@ -346,11 +374,11 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 		err error
 	}
 	ch := make(chan outcome, 1)
-	x, err := p.prepare(ctx, r, func(r Result, err error) { ch <- outcome{r, err} })
+	x, err := p.prepare(ctx, &r, func(r Result, err error) { ch <- outcome{r, err} })
 	if err != nil {
 		return Result{}, err
 	}
-	p.send(x)
+	p.e.send(x)
 	o := <-ch
 	return o.r, o.err
 }
@@ -362,11 +390,11 @@ func (p *Producer[K, V]) ProduceAsync(ctx context.Context, r Record[K, V], done 
 	if done == nil {
 		done = ignoreResult
 	}
-	x, err := p.prepare(ctx, r, done)
+	x, err := p.prepare(ctx, &r, done)
 	if err != nil {
 		return err
 	}
-	p.send(x)
+	p.e.send(x)
 	return nil
 }
 
@@ -374,8 +402,8 @@ func ignoreResult(Result, error) {}
 
 // send gives x to the current client; x.done is called once with the final
 // outcome.
-func (p *Producer[K, V]) send(x *inflight) {
-	c := p.cur.Load()
+func (e *engine) send(x *inflight) {
+	c := e.cur.Load()
 	if c.hooked && x.hooked() == nil {
 		// Made for a client without such hooks, which was replaced
 		// since: move it to the layout that keeps the caller's context.
@@ -385,76 +413,77 @@ func (p *Producer[K, V]) send(x *inflight) {
 		x = y
 	}
 	x.seq = c.seq | x.seq&hookedLayout
-	if p.follow.Pinned {
-		if _, ok := p.topics.Load(x.rec.Topic); !ok {
-			p.topics.Store(x.rec.Topic, struct{}{})
+	if e.follow.Pinned {
+		if _, ok := e.topics.Load(x.rec.Topic); !ok {
+			e.topics.Store(x.rec.Topic, struct{}{})
 		}
 	}
-	if p.follow.Inconsistent != nil {
-		x.inc0 = uint32(p.follow.Inconsistent())
+	if n := e.follow.Inconsistent; n != nil {
+		x.inc0 = uint32(n.Load())
 	}
 	if h := x.hooked(); h != nil {
 		h.ctx = x.rec.Context // before any hook sees the record
 	}
-	c.cl.Produce(x.caller(), &x.rec, p.promise)
+	c.cl.Produce(x.caller(), &x.rec, e.promise)
 }
 
 // promised is the promise of every record: got is the &x.rec that send gave
 // franz-go (franz-go hands a promise the record it was given), the first
 // field of an inflight, so got is a pointer to that inflight.
-func (p *Producer[K, V]) promised(got *kgo.Record, err error) {
-	p.finish((*inflight)(unsafe.Pointer(got)), got, err)
-}
-
-// finish handles the outcome franz-go gave x.
-func (p *Producer[K, V]) finish(x *inflight, got *kgo.Record, err error) {
+func (e *engine) promised(got *kgo.Record, err error) {
+	x := (*inflight)(unsafe.Pointer(got))
 	if err == nil {
 		x.done(result(got), nil)
 		return
 	}
-	if p.follow.Inconsistent != nil && uint32(p.follow.Inconsistent()) != x.inc0 {
+	e.failed(x, err)
+}
+
+// failed handles a record franz-go failed with err.
+func (e *engine) failed(x *inflight, err error) {
+	if n := e.follow.Inconsistent; n != nil && uint32(n.Load()) != x.inc0 {
 		err = staleError(err)
 	}
-	if p.follow.Watch == nil || x.caller().Err() != nil {
+	if e.follow.Watch == nil || x.caller().Err() != nil {
 		x.done(Result{}, err)
 		return
 	}
 	// The promise runs on a franz-go goroutine, which must not block:
 	// wait for the cluster verdict elsewhere.
-	p.begin()
-	go p.afterFailure(x, err)
+	e.begin()
+	go e.afterFailure(x, err)
 }
 
 // afterFailure decides what a failed record becomes once any cluster check
 // in flight is over: the error it had, a ClusterChangedError (pinned), or a
 // new attempt on a client made for the new cluster.
-func (p *Producer[K, V]) afterFailure(x *inflight, err error) {
-	defer p.end() // after done ran, or the record went to a client again
+func (e *engine) afterFailure(x *inflight, err error) {
+	defer e.end() // after done ran, or the record went to a client again
 	if errors.Is(err, kerr.UnknownTopicID) {
 		// A topic id that stopped matching is how a cluster moved behind
 		// the bootstrap address shows when no rebootstrap happened.
-		p.follow.Watch.Check(false)
+		e.follow.Watch.Check(false)
 	}
-	now := p.follow.Watch.Settle(x.caller())
-	c := p.cur.Load()
+	now := e.follow.Watch.Settle(x.caller())
+	c := e.cur.Load()
 	swapped := c.seq != x.client() // another failure already moved on
 	switch {
 	case now == c.gen && !swapped:
 		x.done(Result{}, err)
-	case p.follow.Pinned:
-		x.done(Result{}, &ClusterChangedError{Err: p.follow.Changed()})
+	case e.follow.Pinned:
+		x.done(Result{}, &ClusterChangedError{Err: e.follow.Changed()})
 	default:
-		if nerr := p.followChange(now, x.client()); nerr != nil {
+		if nerr := e.followChange(now, x.client()); nerr != nil {
 			x.done(Result{}, errors.Join(err, nerr))
 			return
 		}
 		// A fresh record: the old one carries the old client's
 		// partition, offset and producer state.
-		fresh := newInflight(p.cur.Load().hooked)
+		fresh := newInflight(e.cur.Load().hooked)
 		fresh.done = x.done
 		r := &x.rec
 		fresh.rec = kgo.Record{Context: x.caller(), Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition}
-		p.send(fresh)
+		e.send(fresh)
 	}
 }
 
@@ -463,35 +492,37 @@ func (p *Producer[K, V]) afterFailure(x *inflight, err error) {
 // old cluster's topic ids and producer id, so a fresh client is the clean
 // way to follow the change; the old one is closed, which fails its other
 // buffered records so that they come here too.
-func (p *Producer[K, V]) followChange(gen uint64, old uint32) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := p.cur.Load()
+func (e *engine) followChange(gen uint64, old uint32) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.cur.Load()
 	if c.seq != old || c.gen >= gen {
 		return nil
 	}
-	if p.closed.Load() {
+	if e.closed.Load() {
 		return kgo.ErrClientClosed // no new client after Close
 	}
-	next, err := p.follow.NewClient()
+	next, err := e.follow.NewClient()
 	if err != nil {
 		return fmt.Errorf("producer: follow the cluster change: %w", err)
 	}
-	p.cur.Store(newCurrent(next, gen, c.seq+1))
+	e.cur.Store(newCurrent(next, gen, c.seq+1))
 	go c.cl.Close()
 	return nil
 }
 
 // Flush waits until every record produced so far is acknowledged or failed.
-func (p *Producer[K, V]) Flush(ctx context.Context) error {
+func (p *Producer[K, V]) Flush(ctx context.Context) error { return p.e.flush(ctx) }
+
+func (e *engine) flush(ctx context.Context) error {
 	// A failed record may wait for a cluster verdict and then go to a new
 	// client: flush, wait for such records, and flush again until none is
 	// left, so that every done callback has run when Flush returns.
 	for {
-		if err := p.Kgo().Flush(ctx); err != nil {
+		if err := e.cur.Load().cl.Flush(ctx); err != nil {
 			return err
 		}
-		waited, err := p.waitIdle(ctx)
+		waited, err := e.waitIdle(ctx)
 		if err != nil {
 			return err
 		}
@@ -505,14 +536,15 @@ func (p *Producer[K, V]) Flush(ctx context.Context) error {
 // buffered when ctx ends fail with an error. No record is sent after Close
 // returns, not even one a cluster change would have sent again.
 func (p *Producer[K, V]) Close(ctx context.Context) error {
-	p.closed.Store(true)
-	if p.cancel != nil {
-		p.cancel()
+	e := &p.e
+	e.closed.Store(true)
+	if e.cancel != nil {
+		e.cancel()
 	}
-	err := p.Flush(ctx)
-	p.mu.Lock() // no client swap in progress
-	cl := p.Kgo()
-	p.mu.Unlock()
+	err := e.flush(ctx)
+	e.mu.Lock() // no client swap in progress
+	cl := e.cur.Load().cl
+	e.mu.Unlock()
 	cl.Close()
 	return err
 }

@@ -346,3 +346,46 @@ func countedClients(seeds []string, n *atomic.Int32) func() (*kgo.Client, error)
 		return kgo.NewClient(kgo.SeedBrokers(seeds...))
 	}
 }
+
+// TestByteSerializers: Bytes() keys and values reach the broker as they
+// are, a nil one as null, and only Bytes() is skipped: another serializer
+// of byte slices is still called.
+func TestByteSerializers(t *testing.T) {
+	seeds := fakeSeeds(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	prefixed := SerializerFunc[[]byte](func(_ string, v []byte) ([]byte, error) {
+		return append([]byte("x-"), v...), nil
+	})
+	for _, p := range []*Producer[[]byte, []byte]{
+		New(mustClient(t, seeds), Bytes(), Bytes()),
+		New(mustClient(t, seeds), prefixed, Bytes()),
+		New(mustClient(t, seeds), Bytes(), prefixed),
+	} {
+		_, err := p.Produce(ctx, Record[[]byte, []byte]{Topic: "t", Key: []byte("k"), Value: []byte("v")})
+		require.NoError(t, err)
+		_, err = p.Produce(ctx, Record[[]byte, []byte]{Topic: "t"})
+		require.NoError(t, err)
+		require.NoError(t, p.Close(ctx))
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("t"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	type kv struct{ k, v []byte }
+	var got []kv
+	for len(got) < 6 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, kv{r.Key, r.Value}) })
+	}
+	require.Equal(t, []kv{
+		{[]byte("k"), []byte("v")}, {nil, nil},
+		{[]byte("x-k"), []byte("v")}, {[]byte("x-"), nil},
+		{[]byte("k"), []byte("x-v")}, {nil, []byte("x-")},
+	}, got)
+}
+
+func mustClient(t *testing.T, seeds []string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	return cl
+}

@@ -17,10 +17,13 @@ type SerializerFunc[T any] func(topic string, v T) ([]byte, error)
 // Serialize calls fn.
 func (fn SerializerFunc[T]) Serialize(topic string, v T) ([]byte, error) { return fn(topic, v) }
 
-// Bytes passes byte slices through unchanged (nil stays null).
-func Bytes() Serializer[[]byte] {
-	return SerializerFunc[[]byte](func(_ string, v []byte) ([]byte, error) { return v, nil })
-}
+// Bytes passes byte slices through unchanged (nil stays null). A producer
+// takes such keys or values as they are, without calling it.
+func Bytes() Serializer[[]byte] { return bytesSerializer{} }
+
+type bytesSerializer struct{}
+
+func (bytesSerializer) Serialize(_ string, v []byte) ([]byte, error) { return v, nil }
 
 // String encodes strings as UTF-8 bytes. The empty string is an empty, not
 // a null, key or value.
