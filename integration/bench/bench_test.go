@@ -192,6 +192,39 @@ func TestPooledSamples(t *testing.T) {
 	}
 }
 
+// TestBaselines: the factory is compared with both plain kgo clients (the
+// geometric mean of their per-round values, their latency samples pooled),
+// the control with plain kgo alone; the intervals bracket the ratios.
+func TestBaselines(t *testing.T) {
+	r := &overheadResult{Block: []int{0, 0, 1, 1}}
+	r.Tput[vFactory] = []float64{100, 100, 90, 90}
+	r.Tput[vPlain] = []float64{50, 50, 90, 90}
+	r.Tput[vControl] = []float64{200, 200, 90, 90}
+	r.CPU = r.Tput
+	require.Equal(t, []float64{1, 1, 1, 1}, r.tputRatios(vFactory), "100 over the geometric mean of 50 and 200")
+	require.Equal(t, []float64{4, 4, 1, 1}, r.tputRatios(vControl))
+	require.Equal(t, r.tputRatios(vFactory), r.cpuRatios(vFactory))
+	r.CPU[vControl] = nil
+	require.Nil(t, r.cpuRatios(vFactory), "the control's CPU is part of the factory's baseline")
+
+	samples := func(vs ...float64) [][]float64 { return [][]float64{vs[:2], vs[:2], vs[2:], vs[2:]} }
+	r.LatR[vFactory] = samples(3, 3, 3, 3)
+	r.LatR[vPlain] = samples(1, 1, 1, 1)
+	r.LatR[vControl] = samples(5, 5, 5, 5)
+	for v := range r.LatR {
+		for _, s := range r.LatR[v] {
+			r.Lat[v] = append(r.Lat[v], s...)
+		}
+	}
+	// The baseline's samples: eight of 1 and eight of 5. Their median is
+	// 1 (nearest rank), their maximum 5.
+	require.Equal(t, 3.0, r.pooledRatio(vFactory, 0.5))
+	require.Equal(t, 0.6, r.pooledRatio(vFactory, 1))
+	require.Equal(t, 5.0, r.pooledRatio(vControl, 1), "the control against plain kgo alone")
+	lo, hi := r.pooledCI(vFactory, 1)
+	require.Equal(t, [2]float64{0.6, 0.6}, [2]float64{lo, hi})
+}
+
 // TestPlanScale: -scale multiplies the overhead rounds and blocks (so each
 // block keeps its rounds, and with them every client order) and nothing else.
 func TestPlanScale(t *testing.T) {

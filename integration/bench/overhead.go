@@ -277,11 +277,29 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 	return nil
 }
 
-// ratios returns the per-round ratios of f for client v over plain kgo's.
+// baseline is what client v is compared with. The factory is compared
+// with both plain kgo clients, which differ in nothing, so that a burst of
+// either that met a slow moment of the cluster weighs half as much; the
+// control is compared with plain kgo alone, and that ratio is the
+// harness's own error.
+func baseline(v int) []int {
+	if v == vControl {
+		return []int{vPlain}
+	}
+	return []int{vPlain, vControl}
+}
+
+// ratios returns the per-round ratios of f for client v over its baseline
+// (the geometric mean of the baseline clients' values in that round).
 func (r *overheadResult) ratios(v int, f func(v, round int) float64) []float64 {
+	base := baseline(v)
 	out := make([]float64, len(r.Block))
 	for i := range out {
-		out[i] = f(v, i) / f(vPlain, i)
+		prod := 1.0
+		for _, b := range base {
+			prod *= f(b, i)
+		}
+		out[i] = f(v, i) / math.Pow(prod, 1/float64(len(base)))
 	}
 	return out
 }
@@ -292,8 +310,10 @@ func (r *overheadResult) tputRatios(v int) []float64 {
 
 // cpuRatios returns nil where the process CPU was not measured.
 func (r *overheadResult) cpuRatios(v int) []float64 {
-	if len(r.CPU[v]) != len(r.Block) || len(r.CPU[vPlain]) != len(r.Block) {
-		return nil
+	for _, c := range append(baseline(v), v) {
+		if len(r.CPU[c]) != len(r.Block) {
+			return nil
+		}
 	}
 	return r.ratios(v, func(v, i int) float64 { return r.CPU[v][i] })
 }
@@ -322,10 +342,14 @@ func (r *overheadResult) medianCI(ratios []float64) (lo, hi float64) {
 	})
 }
 
-// pooledRatio is quantile q of client v's pooled latency samples over plain
-// kgo's.
+// pooledRatio is quantile q of client v's pooled latency samples over
+// that of its baseline's (the samples of the baseline clients together).
 func (r *overheadResult) pooledRatio(v int, q float64) float64 {
-	return quantile(r.Lat[v], q) / quantile(r.Lat[vPlain], q)
+	var base []float64
+	for _, b := range baseline(v) {
+		base = append(base, r.Lat[b]...)
+	}
+	return quantile(r.Lat[v], q) / quantile(base, q)
 }
 
 // pooledCI is a 95% bootstrap interval of pooledRatio(v, q), resampling
@@ -333,16 +357,18 @@ func (r *overheadResult) pooledRatio(v int, q float64) float64 {
 // the machine's state).
 func (r *overheadResult) pooledCI(v int, q float64) (lo, hi float64) {
 	units := r.units()
-	pooled := func(c int) *pooledSamples {
+	pooled := func(cs []int) *pooledSamples {
 		groups := make([][]float64, len(units))
 		for i, rounds := range units {
 			for _, j := range rounds {
-				groups[i] = append(groups[i], r.LatR[c][j]...)
+				for _, c := range cs {
+					groups[i] = append(groups[i], r.LatR[c][j]...)
+				}
 			}
 		}
 		return newPooledSamples(groups)
 	}
-	a, b := pooled(v), pooled(vPlain)
+	a, b := pooled([]int{v}), pooled(baseline(v))
 	return bootstrapCI(len(units), func(idx []int) float64 {
 		return a.quantile(idx, q) / b.quantile(idx, q)
 	})
