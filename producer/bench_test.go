@@ -97,7 +97,7 @@ func BenchmarkProduceAsync(b *testing.B) {
 // while they are flushed to a one-broker kfake, so neither the network nor
 // the broker is timed. Acknowledgements run untimed too.
 //
-//	go test -run '^$' -bench BenchmarkProduceBuffered -count 6 ./producer/
+//	go test -run '^$' -bench BenchmarkProduceBuffered -benchtime 400000x ./producer/
 func BenchmarkProduceBuffered(b *testing.B) {
 	const per = 4096
 	value := make([]byte, 1024)
