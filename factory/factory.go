@@ -115,7 +115,7 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 			cl, _, err := f.client(opts, nil)
 			return cl, err
 		},
-		Inconsistent: &f.inconsistent,
+		Inconsistent: f.inconsistent.Load,
 	}), nil
 }
 

@@ -89,7 +89,7 @@ type Follow struct {
 	// factory's clients. A record that fails after the count moved failed
 	// because brokers stayed behind the token, whatever error franz-go
 	// gave up with. May be nil.
-	Inconsistent *atomic.Uint64
+	Inconsistent func() uint64
 }
 
 // Producer produces records with K keys and V values. It is safe for
@@ -325,13 +325,13 @@ func (p *Producer[K, V]) prepare(ctx context.Context, r *Record[K, V], done func
 	var k, v []byte
 	var err error
 	if p.rawKeys {
-		// K is []byte (see New); the record's key is the bytes to send.
-		k = *(*[]byte)(unsafe.Pointer(&r.Key))
+		// K is []byte (see New): the key is the bytes to send.
+		k, _ = any(r.Key).([]byte)
 	} else if k, err = p.keys.Serialize(r.Topic, r.Key); err != nil {
 		return nil, fmt.Errorf("%w: key for topic %s: %w", ErrSerialize, r.Topic, err)
 	}
 	if p.rawValues {
-		v = *(*[]byte)(unsafe.Pointer(&r.Value))
+		v, _ = any(r.Value).([]byte)
 	} else if v, err = p.values.Serialize(r.Topic, r.Value); err != nil {
 		return nil, fmt.Errorf("%w: value for topic %s: %w", ErrSerialize, r.Topic, err)
 	}
@@ -419,7 +419,7 @@ func (e *engine) send(x *inflight) {
 		}
 	}
 	if n := e.follow.Inconsistent; n != nil {
-		x.inc0 = uint32(n.Load())
+		x.inc0 = uint32(n())
 	}
 	if h := x.hooked(); h != nil {
 		h.ctx = x.rec.Context // before any hook sees the record
@@ -441,7 +441,7 @@ func (e *engine) promised(got *kgo.Record, err error) {
 
 // failed handles a record franz-go failed with err.
 func (e *engine) failed(x *inflight, err error) {
-	if n := e.follow.Inconsistent; n != nil && uint32(n.Load()) != x.inc0 {
+	if n := e.follow.Inconsistent; n != nil && uint32(n()) != x.inc0 {
 		err = staleError(err)
 	}
 	if e.follow.Watch == nil || x.caller().Err() != nil {

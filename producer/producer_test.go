@@ -368,6 +368,12 @@ func TestByteSerializers(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, p.Close(ctx))
 	}
+	// Only Bytes() itself is taken without a call: a serializer that
+	// wraps it, or another type, is called.
+	fast := New(mustClient(t, seeds), Bytes(), prefixed)
+	require.True(t, fast.rawKeys)
+	require.False(t, fast.rawValues)
+	require.NoError(t, fast.Close(ctx))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("t"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	require.NoError(t, err)
 	defer cl.Close()

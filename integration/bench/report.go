@@ -152,7 +152,9 @@ func overheadMarkdown(w *bytes.Buffer, r *overheadResult) {
 		"The control differs from plain kgo in nothing: its ratio to plain kgo is the harness's own error, what this run "+
 		"reports when there is no overhead. The factory is compared with both plain clients (**kgo ×2**: per round, the geometric "+
 		"mean of their two values; for latency, their samples pooled together), so that a burst of either that met a slow "+
-		"moment of the cluster weighs half as much.\n\n", r.Where, c.ValueSize)
+		"moment of the cluster weighs half as much. So the factory's ratio is a little less noisy than the control's (for "+
+		"independent rounds, about √(3/4) of its spread in log terms), and the two share the control's bursts: the control column "+
+		"shows the harness's error, not an independent check of the factory column.\n\n", r.Where, c.ValueSize)
 	fmt.Fprintf(w, "Repetitions: %d interleaved rounds in %d blocks; each block makes three fresh clients and warms them up untimed, "+
 		"so that what differs between two client instances without being the SDK averages out. The order of the clients "+
 		"cycles through all six permutations. Each round, for each client in the round's order: a forced GC and a burst of %d async records "+
