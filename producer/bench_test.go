@@ -22,27 +22,7 @@ import (
 //	go test -run '^$' -bench BenchmarkProduceAsync -benchtime 200000x -count 6 ./producer/
 func BenchmarkProduceAsync(b *testing.B) {
 	value := make([]byte, 1024)
-	newClient := func(b *testing.B) *kgo.Client {
-		// Small segments: kfake keeps its log in in-memory files that
-		// grow by doubling up to the segment size, and those copies
-		// would swamp the comparison.
-		kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"),
-			kfake.BrokerConfigs(map[string]string{"log.segment.bytes": "2097152"}))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(kc.Close)
-		cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic("t"),
-			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(cl.Close)
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: value}).FirstErr(); err != nil {
-			b.Fatal(err)
-		}
-		return cl
-	}
+	newClient := func(b *testing.B) *kgo.Client { return benchClient(b, value, kgo.ProducerLinger(0)) }
 	run := func(b *testing.B, produce func(ctx context.Context, done func(error)), flush func(context.Context) error) {
 		ctx := context.Background()
 		var wg sync.WaitGroup
@@ -74,20 +54,7 @@ func BenchmarkProduceAsync(b *testing.B) {
 			b.Fatal(first)
 		}
 	}
-	b.Run("kgo", func(b *testing.B) {
-		cl := newClient(b)
-		run(b, func(ctx context.Context, done func(error)) {
-			cl.Produce(ctx, &kgo.Record{Topic: "t", Value: value}, func(_ *kgo.Record, err error) { done(err) })
-		}, cl.Flush)
-	})
-	b.Run("producer", func(b *testing.B) {
-		p := New(newClient(b), Bytes(), Bytes())
-		run(b, func(ctx context.Context, done func(error)) {
-			if err := p.ProduceAsync(ctx, Record[[]byte, []byte]{Topic: "t", Value: value}, func(_ Result, err error) { done(err) }); err != nil {
-				done(err)
-			}
-		}, p.Flush)
-	})
+	compareProduce(b, value, newClient, run)
 }
 
 // BenchmarkProduceBuffered measures the caller's side of an async produce
@@ -102,24 +69,7 @@ func BenchmarkProduceBuffered(b *testing.B) {
 	const per = 4096
 	value := make([]byte, 1024)
 	newClient := func(b *testing.B) *kgo.Client {
-		kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"),
-			kfake.BrokerConfigs(map[string]string{"log.segment.bytes": "2097152"}))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(kc.Close)
-		cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic("t"),
-			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ManualFlushing(), kgo.MaxBufferedRecords(2*per))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(cl.Close)
-		var first error
-		cl.Produce(context.Background(), &kgo.Record{Value: value}, func(_ *kgo.Record, err error) { first = err })
-		if err := cl.Flush(context.Background()); err != nil || first != nil {
-			b.Fatal(err, first)
-		}
-		return cl
+		return benchClient(b, value, kgo.ManualFlushing(), kgo.MaxBufferedRecords(2*per))
 	}
 	run := func(b *testing.B, produce func(ctx context.Context, done func(error)), flush func(context.Context) error) {
 		ctx := context.Background()
@@ -153,6 +103,44 @@ func BenchmarkProduceBuffered(b *testing.B) {
 			b.Fatalf("%d records failed", n)
 		}
 	}
+	compareProduce(b, value, newClient, run)
+}
+
+// benchClient starts a one-broker kfake with topic "t" and returns a client
+// of it (no compression, opts on top) that has produced one record, so that
+// connections, producer id and metadata are in place. Small segments:
+// kfake keeps its log in in-memory files that grow by doubling up to the
+// segment size, and those copies would swamp the comparison.
+func benchClient(b *testing.B, value []byte, opts ...kgo.Opt) *kgo.Client {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"),
+		kfake.BrokerConfigs(map[string]string{"log.segment.bytes": "2097152"}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(kc.Close)
+	opts = append([]kgo.Opt{kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic("t"),
+		kgo.ProducerBatchCompression(kgo.NoCompression())}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cl.Close)
+	errc := make(chan error, 1)
+	cl.Produce(context.Background(), &kgo.Record{Value: value}, func(_ *kgo.Record, err error) { errc <- err })
+	if err := cl.Flush(context.Background()); err != nil { // sends it with kgo.ManualFlushing too
+		b.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
+	return cl
+}
+
+// compareProduce runs run for plain kgo (&kgo.Record, Produce) and for the
+// producer (Bytes() serializers, ProduceAsync), each on a client newClient
+// makes, producing value to topic "t".
+func compareProduce(b *testing.B, value []byte, newClient func(*testing.B) *kgo.Client,
+	run func(b *testing.B, produce func(ctx context.Context, done func(error)), flush func(context.Context) error)) {
 	b.Run("kgo", func(b *testing.B) {
 		cl := newClient(b)
 		run(b, func(ctx context.Context, done func(error)) {
