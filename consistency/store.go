@@ -25,6 +25,12 @@ import (
 //     cluster it is given. Clients call it when a rebootstrap lands on a
 //     different cluster: the offsets of one metadata log mean nothing in
 //     another.
+//   - CompareAndSwap replaces the stored context with next only if it
+//     still equals old, atomically with respect to every other method. It
+//     is how a client changes the store on a decision it made from an
+//     earlier Load (forget cluster A, lower an offset the cluster never
+//     reached) without undoing what another client stored meanwhile: a
+//     check followed by a separate Reset could wipe a newer token.
 //
 // Load and Advance are on every request's path; implementations should keep
 // them cheap and free of allocations when nothing changes.
@@ -35,6 +41,25 @@ type Store interface {
 	Advance(c Context) (Context, error)
 	// Reset sets the store to Unknown.
 	Reset()
+	// CompareAndSwap sets the store to next if it holds old, and reports
+	// whether it did. Unlike Advance it may move the offset down or change
+	// the cluster: callers use it only to undo what they know is wrong.
+	CompareAndSwap(old, next Context) bool
+}
+
+// ResetCluster makes s Unknown if it holds a context of the cluster
+// clusterID, and reports whether this call did. A context of any other
+// cluster, stored by another client meanwhile, is left alone.
+func ResetCluster(s Store, clusterID string) bool {
+	for {
+		cur := s.Load()
+		if cur.IsUnknown() || cur.ClusterID() != clusterID {
+			return false
+		}
+		if s.CompareAndSwap(cur, Context{}) {
+			return true
+		}
+	}
 }
 
 // MemoryStore is the lock-free in-process [Store]. The zero value is ready
@@ -84,3 +109,28 @@ func (s *MemoryStore) Advance(c Context) (Context, error) {
 
 // Reset sets the store to Unknown.
 func (s *MemoryStore) Reset() { s.p.Store(unknownContext) }
+
+// CompareAndSwap sets the store to next if it holds old.
+func (s *MemoryStore) CompareAndSwap(old, next Context) bool {
+	for {
+		p := s.p.Load()
+		cur := Context{}
+		if p != nil {
+			cur = *p
+		}
+		if cur != old {
+			return false
+		}
+		if cur == next {
+			return true
+		}
+		fresh := unknownContext
+		if !next.IsUnknown() {
+			fresh = new(Context)
+			*fresh = next
+		}
+		if s.p.CompareAndSwap(p, fresh) {
+			return true
+		}
+	}
+}

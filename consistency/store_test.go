@@ -2,6 +2,7 @@ package consistency
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -122,4 +123,66 @@ func BenchmarkStoreAdvance(b *testing.B) {
 			}
 		})
 	})
+}
+
+func TestMemoryStoreCompareAndSwap(t *testing.T) {
+	s := NewMemoryStore()
+	require.False(t, s.CompareAndSwap(MustOf("a", 1), MustOf("a", 2)), "the store does not hold a@1")
+	require.True(t, s.CompareAndSwap(Unknown(), MustOf("a", 9)))
+	require.Equal(t, MustOf("a", 9), s.Load())
+	require.True(t, s.CompareAndSwap(MustOf("a", 9), MustOf("a", 4)), "CompareAndSwap may lower the offset")
+	require.Equal(t, MustOf("a", 4), s.Load())
+	require.False(t, s.CompareAndSwap(MustOf("a", 9), Unknown()))
+	require.True(t, s.CompareAndSwap(MustOf("a", 4), Unknown()))
+	require.True(t, s.Load().IsUnknown())
+	s.Reset()
+	require.True(t, s.CompareAndSwap(Unknown(), Unknown()), "a reset store holds Unknown")
+
+	require.False(t, ResetCluster(s, "a"), "nothing to reset in an Unknown store")
+	_, err := s.Advance(MustOf("b", 7))
+	require.NoError(t, err)
+	require.False(t, ResetCluster(s, "a"), "another cluster's context stays")
+	require.Equal(t, MustOf("b", 7), s.Load())
+	require.True(t, ResetCluster(s, "b"))
+	require.True(t, s.Load().IsUnknown())
+}
+
+// TestResetClusterConcurrent has several clients leave cluster a for
+// cluster b at once, as connections that all meet the new cluster do: each
+// forgets a, then stores the offset it saw on b. However they interleave,
+// the store must end at the highest offset seen on b; a reset made on a
+// stale check would wipe a newer token and let a lower one win.
+func TestResetClusterConcurrent(t *testing.T) {
+	const clients, trials = 4, 3000
+	for trial := range trials {
+		s := yieldingStore{NewMemoryStore()}
+		_, err := s.Advance(MustOf("a", 10))
+		require.NoError(t, err)
+		var start, done sync.WaitGroup
+		start.Add(1)
+		for i := range clients {
+			done.Go(func() {
+				start.Wait()
+				ResetCluster(s, "a")
+				if _, err := s.Advance(MustOf("b", int64(100*(i+1)))); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		start.Done()
+		done.Wait()
+		if got := s.Load(); got != MustOf("b", 100*clients) {
+			t.Fatalf("trial %d: store went backwards to %v, want b@%d", trial, got, 100*clients)
+		}
+	}
+}
+
+// yieldingStore lets other goroutines run between a Load and what its
+// caller does with it, where a check-then-act race would strike.
+type yieldingStore struct{ *MemoryStore }
+
+func (s yieldingStore) Load() Context {
+	c := s.MemoryStore.Load()
+	runtime.Gosched()
+	return c
 }

@@ -396,8 +396,7 @@ func (w *Watcher) check(rebootstrapped bool) {
 			ev.Changed = true
 			// A pinned factory never follows the change, so its tokens
 			// stay valid; otherwise they mean nothing on the new cluster.
-			if w.Pin == "" && w.Store != nil && !w.Store.Load().IsUnknown() && w.Store.Load().ClusterID() != now {
-				w.Store.Reset()
+			if w.Pin == "" && w.Store != nil && resetUnless(w.Store, now) {
 				ev.StoreReset = true
 			}
 		}
@@ -417,5 +416,21 @@ func (w *Watcher) check(rebootstrapped bool) {
 	}
 	for _, fn := range subs {
 		fn()
+	}
+}
+
+// resetUnless makes store Unknown unless it is Unknown already or holds a
+// context of cluster keep, and reports whether it did. The check and the
+// reset are one atomic step: a connection may have stored a token of the
+// new cluster meanwhile, which a plain Reset would wipe.
+func resetUnless(store consistency.Store, keep string) bool {
+	for {
+		cur := store.Load()
+		if cur.IsUnknown() || cur.ClusterID() == keep {
+			return false
+		}
+		if store.CompareAndSwap(cur, consistency.Unknown()) {
+			return true
+		}
 	}
 }

@@ -524,11 +524,10 @@ func (c *conn) observe(req *inflight, h *respHeader) error {
 		if pinned != "" || c.i.adopt == nil || !c.i.adopt(c.addr, string(got)) {
 			return c.misroute(want, string(got))
 		}
-		// Only the first connection to see the new cluster resets: a
-		// second reset could wipe a newer token the first one stored.
-		if c.i.store.Load().ClusterID() == want {
-			c.i.store.Reset()
-		}
+		// Only a store still on the old cluster is reset, atomically: a
+		// check and a separate reset could wipe a newer token another
+		// connection stored for the new cluster meanwhile.
+		consistency.ResetCluster(c.i.store, want)
 		c.i.log(kgo.LogLevelWarn, "bootstrap server answers for another cluster; consistency store reset", "addr", c.addr, "from_cluster", want, "to_cluster", string(got))
 		cur = consistency.Unknown()
 	}
