@@ -117,6 +117,8 @@ type conn struct {
 	wdl   atomic.Int64 // write deadline, unix nanoseconds; 0 for none
 	dead  atomic.Bool  // the connection failed or was closed: no answer will come
 
+	noAck atomic.Uint64 // the last acks=0 produce written (see noack.go)
+
 	rh      respHeader
 	cur     inflight // the request the frame being parsed answers
 	haveCur bool
@@ -132,10 +134,17 @@ type conn struct {
 	hold    []byte // body of the frame under inspection
 	holdFor inflight
 	holdAt  int64 // token in the held frame's header
+	holdEmu bool  // held for the Emulator: the header carried no token
+
+	view *brokerView // the Emulator's view of this broker, nil without one
 }
 
 func newConn(i *Interceptor, c net.Conn, addr string) *conn {
-	return &conn{Conn: c, i: i, addr: addr, debug: i.debug()}
+	cn := &conn{Conn: c, i: i, addr: addr, debug: i.debug()}
+	if i.emu != nil {
+		cn.view = i.emu.view(addr)
+	}
+	return cn
 }
 
 // Write parses the frames in p, stamps flexible request headers and sends
@@ -299,13 +308,21 @@ func (c *conn) flush() error {
 }
 
 // stamp notes the parsed request src in the in-flight FIFO when a response
-// will follow. When the request is to carry the store's token, it appends
+// will follow (an acks=0 produce only in c.noAck, see noack.go). When the request is to carry the store's token, it appends
 // the rewritten header to dst and reports true; else the header goes out as
 // the caller wrote it.
 func (c *conn) stamp(dst, src []byte) ([]byte, bool, error) {
 	h := &c.wh
 	stamped := false
 	sent := int64(-1)
+	if c.view != nil {
+		if cur := c.i.store.Load(); c.i.emu.needsWait(c.view, h.key, cur) {
+			err := c.i.emu.waitFor(c.view, c.addr, h.key, cur.Offset(), nanosTime(c.wdl.Load()), c.stopWaiting)
+			if err != nil {
+				return dst, false, err
+			}
+		}
+	}
 	if h.flexible {
 		cur := c.i.store.Load()
 		switch {
@@ -342,6 +359,8 @@ func (c *conn) stamp(dst, src []byte) ([]byte, bool, error) {
 		if err != nil {
 			return dst, false, err
 		}
+	} else {
+		c.noteNoAck(h)
 	}
 	return dst, stamped, nil
 }
@@ -457,19 +476,22 @@ func (c *conn) scan(b []byte) (int, error) {
 			}
 			return len(b), nil
 		}
-		if !c.haveCur { // one lock per response: take the head now, keep it while the header lasts
-			c.cur, c.haveCur = c.q.peek()
-			if c.haveCur {
+		if !c.haveCur { // take the request answered now, keep it while the header lasts
+			head, ok := c.q.peek()
+			switch {
+			case ok && head.corr == c.rh.corr:
 				c.q.pop()
-			}
-			if !c.haveCur {
+				c.cur = head
+			case c.noAckAnswer(c.rh.corr, &c.cur):
+				// An acks=0 produce answered anyway; the head still waits.
+			case ok:
+				return pos, malformed("response correlation id %d, expected %d", c.rh.corr, head.corr)
+			default:
 				return pos, malformed("response with correlation id %d answers no request in flight", c.rh.corr)
 			}
+			c.haveCur = true
 		}
 		req := &c.cur // stays put until the next frame's header
-		if req.corr != c.rh.corr {
-			return pos, malformed("response correlation id %d, expected %d", c.rh.corr, req.corr)
-		}
 		if err := parseResponse(hdr, req.flexible, &c.rh); err != nil {
 			if err != errShort {
 				return pos, err
@@ -510,6 +532,9 @@ func (c *conn) scan(b []byte) (int, error) {
 func (c *conn) observe(req *inflight, h *respHeader) error {
 	if !h.hasState || len(h.state.ClusterID) == 0 {
 		return nil
+	}
+	if c.view != nil && !c.view.native.Load() {
+		c.view.native.Store(true) // it speaks KIP-1243: no emulation needed
 	}
 	got := h.state.ClusterID
 	cur := c.i.store.Load()
@@ -571,8 +596,12 @@ func (c *conn) misroute(want, got string) error {
 // ApiVersions answers, one per connection, are always held: see
 // rewriteAPIVersionsError.
 func (c *conn) shouldHold(req *inflight, h *respHeader) bool {
+	c.holdEmu = false
 	if req.key == apiVersionsKey {
 		return c.rbody >= 2 && c.rbody <= maxHeldFrame
+	}
+	if c.holdEmu = c.emulates(req, h); c.holdEmu {
+		return true
 	}
 	if req.key == metadataKey && c.pinned() != "" {
 		return c.rbody > 0 && c.rbody <= maxHeldFrame
@@ -686,6 +715,13 @@ func (c *conn) SetWriteDeadline(t time.Time) error {
 func (c *conn) SetDeadline(t time.Time) error {
 	c.wdl.Store(deadlineNanos(t))
 	return c.Conn.SetDeadline(t)
+}
+
+func nanosTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 func deadlineNanos(t time.Time) int64 {

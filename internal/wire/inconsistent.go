@@ -55,6 +55,9 @@ const produceRetryCode = 19 // NOT_ENOUGH_REPLICAS
 func (c *conn) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error) {
 	if req.key == apiVersionsKey {
 		rewriteAPIVersionsError(body)
+		if c.view != nil {
+			c.view.saw(finalizedEpoch(req.version, body))
+		}
 		return body, nil
 	}
 	resp := kmsg.ResponseForKey(req.key)
@@ -69,6 +72,10 @@ func (c *conn) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error
 			return nil, c.misroute(pin, *m.ClusterID)
 		}
 	}
+	if c.holdEmu {
+		c.holdEmu = false
+		c.emulate(req, resp)
+	}
 	v := reflect.ValueOf(resp)
 	if !rewriteCodes(v, c.i.code, 0) {
 		return body, nil
@@ -79,6 +86,7 @@ func (c *conn) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error
 	}
 	c.i.log(kgo.LogLevelDebug, "broker answered INCONSISTENT_METADATA", "addr", c.addr, "key", req.key, "sent", req.sent, "broker_at", brokerAt)
 	if req.key == produceKey {
+		c.notePartitions(resp) // while the codes still say which
 		rewriteCodes(v, c.i.code, produceRetryCode)
 		if fixed := resp.AppendTo(make([]byte, 0, len(body))); len(fixed) == len(body) {
 			return fixed, nil

@@ -18,6 +18,10 @@ import (
 // INCONSISTENT_METADATA; KIP-1243 has no code assigned upstream yet.
 const DefaultInconsistentMetadataCode int16 = 1243
 
+// DefaultDialTimeout bounds a dial when Config.DialTimeout is not set; it
+// is kgo's default DialTimeout.
+const DefaultDialTimeout = 10 * time.Second
+
 // Observer is told about events on intercepted connections. Methods are
 // called synchronously from connection goroutines and must return quickly.
 type Observer interface {
@@ -45,9 +49,15 @@ type Config struct {
 	// Store is the consistency store every connection reads and advances.
 	// Required.
 	Store consistency.Store
-	// Dial dials the TCP connection. Nil means a net.Dialer with a 10s
-	// timeout, kgo's default.
+	// Dial dials the TCP connection. Nil means a net.Dialer. It is called
+	// with a context that ends after DialTimeout.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// DialTimeout bounds each dial: TCP connect and TLS handshake
+	// together. Zero or less means 10s, kgo's default DialTimeout. kgo
+	// applies its DialTimeout only to its own dialer and passes a custom
+	// one a context without a deadline, so without this bound a peer
+	// that accepts and never answers the handshake holds a dial forever.
+	DialTimeout time.Duration
 	// TLS, when not nil, makes DialContext run the TLS handshake itself:
 	// kgo cannot combine DialTLSConfig with Dialer. An empty ServerName is
 	// filled from the host of each address (on a clone).
@@ -72,6 +82,10 @@ type Config struct {
 	// to a new cluster (the Java client's behaviour) answers true for
 	// connections to those servers. Adopt is also the notification.
 	Adopt func(addr, cluster string) bool
+	// Emulator, when not nil, makes tokens from KRaft offsets for brokers
+	// whose response headers carry none (see emulate.go). It must work on
+	// Store. One Emulator may serve many Interceptors.
+	Emulator *Emulator
 }
 
 // Interceptor makes and wraps connections that stamp and read consistency
@@ -80,12 +94,14 @@ type Config struct {
 type Interceptor struct {
 	store    consistency.Store
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	timeout  time.Duration
 	tls      *tls.Config
 	code     int16
 	logger   kgo.Logger
 	observer Observer
 	expected func() string
 	adopt    func(addr, cluster string) bool
+	emu      *Emulator
 
 	stamped, read, advanced, misroutes, inconsistent atomic.Uint64
 }
@@ -110,25 +126,33 @@ func New(cfg Config) (*Interceptor, error) {
 	i := &Interceptor{
 		store:    cfg.Store,
 		dial:     cfg.Dial,
+		timeout:  cfg.DialTimeout,
 		tls:      cfg.TLS,
 		code:     cfg.InconsistentMetadataCode,
 		logger:   cfg.Logger,
 		observer: cfg.Observer,
 		expected: cfg.ExpectedCluster,
 		adopt:    cfg.Adopt,
+		emu:      cfg.Emulator,
 	}
 	if i.code == 0 {
 		i.code = DefaultInconsistentMetadataCode
 	}
+	if i.timeout <= 0 {
+		i.timeout = DefaultDialTimeout
+	}
 	if i.dial == nil {
-		i.dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+		i.dial = (&net.Dialer{}).DialContext
 	}
 	return i, nil
 }
 
 // DialContext dials addr (and runs the TLS handshake when Config.TLS is
-// set) and returns the intercepting connection. Pass it to kgo.Dialer.
+// set) and returns the intercepting connection. Pass it to kgo.Dialer. The
+// whole dial ends after Config.DialTimeout, or earlier with ctx.
 func (i *Interceptor) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, i.timeout)
+	defer cancel()
 	c, err := i.dial(ctx, network, addr)
 	if err != nil {
 		return nil, err

@@ -31,9 +31,10 @@ type reqHeader struct {
 }
 
 // parseRequest parses the size and RequestHeader at the start of b, and for
-// produce the transactional id and acks, which say whether a response
-// follows. It returns errShort when b ends too early, and an error wrapping
-// ErrMalformedHeader when the bytes cannot be a request kgo wrote.
+// produce the acks (after the transactional id from v3 on), which say
+// whether a response follows. It returns errShort when b ends too early,
+// and an error wrapping ErrMalformedHeader when the bytes cannot be a
+// request kgo wrote.
 func parseRequest(b []byte, h *reqHeader) error {
 	*h = reqHeader{}
 	if len(b) < 4 {
@@ -94,12 +95,15 @@ func parseRequest(b []byte, h *reqHeader) error {
 	}
 	h.hdrLen, h.need = pos, pos
 	if h.key == produceKey {
-		acksAt, err := skipTransactionalID(b, pos, h.flexible)
-		if err != nil {
-			if err == errShort {
-				return short()
+		acksAt := pos
+		if h.version >= 3 { // the transactional id leads the body from v3 on
+			var err error
+			if acksAt, err = skipTransactionalID(b, pos, h.flexible); err != nil {
+				if err == errShort {
+					return short()
+				}
+				return err
 			}
-			return err
 		}
 		if len(b) < acksAt+2 {
 			return short()

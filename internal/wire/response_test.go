@@ -400,13 +400,13 @@ func TestReadDataWithEOF(t *testing.T) {
 func TestLocalCloseIsNoRejection(t *testing.T) {
 	store := knownStore(t, "abc", 5)
 	rec := &rejections{}
-	c, m, _ := newTestConn(t, store, func(cfg *Config) { cfg.Observer = rec })
+	c, _, _ := newTestConn(t, store, func(cfg *Config) { cfg.Observer = rec })
 	sendRequests(t, c, metadataReq(12))
 	require.NoError(t, c.Close())
 	_, _ = readAll(c, 4096)
 	require.Zero(t, rec.n.Load(), "a local close is no rejection")
 
-	c, m, _ = newTestConn(t, store, func(cfg *Config) { cfg.Observer = rec })
+	c, m, _ := newTestConn(t, store, func(cfg *Config) { cfg.Observer = rec })
 	sendRequests(t, c, metadataReq(12))
 	m.in = nil // the broker hangs up without answering
 	_, err := readAll(c, 4096)
