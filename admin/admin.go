@@ -2,37 +2,49 @@
 // client whose requests carry the factory's consistency token.
 //
 // It adds nothing to kadm's API and hides nothing: every kadm method is
-// available on [Client] with its rich results and partial failures. What it
-// adds is the guarantee: once CreateTopics, DeleteTopics, CreatePartitions,
-// AlterTopicConfigs (or any other metadata change) returns, every client of
-// the same factory sees the change on every broker of a KIP-1243 cluster,
-// because the response's metadata offset is in the shared store and every
-// later request carries it. A broker that has not applied it yet waits, or
-// answers INCONSISTENT_METADATA, which the client retries within franz-go's
-// request retry budget; past it, errors satisfy
+// available on [Client] with the same signature, rich results and partial
+// failures. What it adds is the guarantee: once CreateTopics, DeleteTopics,
+// CreatePartitions, AlterTopicConfigs (or any other metadata change)
+// returns, every client of the same factory sees the change on every broker
+// of a KIP-1243 cluster, because the response's metadata offset is in the
+// shared store and every later request carries it. A broker that has not
+// applied it yet waits, or answers INCONSISTENT_METADATA, which the client
+// retries within franz-go's request retry budget; past it, errors satisfy
 // errors.Is(err, consistency.ErrInconsistentMetadata).
 //
-// One behaviour differs from kadm on purpose: methods that read topic or
-// broker metadata never answer from franz-go's metadata cache, which cannot
-// know about tokens (see reads.go). Their answers also list authorized
-// operations, which is how kadm is told to skip the cache.
+// One behaviour differs from kadm on purpose: no method answers from
+// franz-go's metadata cache, which cannot know about tokens. kadm reads
+// topic and broker metadata through kgo's RequestCachedMetadata, which
+// serves an answer up to MetadataMinAge old; after another client of the
+// factory created partitions or deleted a topic, such an answer shows the
+// old state. kadm bypasses the cache when the context asks for authorized
+// operations ([kadm.WithAuthorizedOps]), so every method adds that to its
+// context and each metadata read goes to a broker, carrying the token. The
+// only visible difference is that the answers include authorized
+// operations.
+//
+// [Client] does not expose a *kadm.Client, since calls through one would
+// skip that. [Client.Kgo] gives the franz-go client for anything else.
 package admin
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Client is a kadm client made by a factory. Close it when done.
+// Client is a kadm client made by a factory; its methods are kadm's (see
+// the package doc for the one difference). Close it when done.
 type Client struct {
-	*kadm.Client
-	cl *kgo.Client
+	adm *kadm.Client
+	cl  *kgo.Client
 }
 
 // New wraps cl, a client made by a factory. Most users call
 // factory.Factory.Admin instead.
 func New(cl *kgo.Client) *Client {
-	return &Client{Client: kadm.NewClient(cl), cl: cl}
+	return &Client{adm: kadm.NewClient(cl), cl: cl}
 }
 
 // Kgo returns the underlying franz-go client.
@@ -40,3 +52,11 @@ func (c *Client) Kgo() *kgo.Client { return c.cl }
 
 // Close closes the underlying client.
 func (c *Client) Close() { c.cl.Close() }
+
+// SetTimeoutMillis is [kadm.Client.SetTimeoutMillis]; like kadm's, it is
+// not safe to call concurrently with requests.
+func (c *Client) SetTimeoutMillis(millis int32) { c.adm.SetTimeoutMillis(millis) }
+
+// fresh makes kadm skip franz-go's metadata cache for every metadata read
+// done under ctx.
+func fresh(ctx context.Context) context.Context { return kadm.WithAuthorizedOps(ctx) }

@@ -28,6 +28,7 @@ func ExampleClient() {
 	if err != nil {
 		panic(err)
 	}
+	defer f.Close()
 	var adm *admin.Client
 	adm, err = f.Admin()
 	if err != nil {
