@@ -31,6 +31,7 @@ func ExampleProducer_Produce() {
 	if err != nil {
 		panic(err)
 	}
+	defer f.Close()
 	adm, err := f.Admin()
 	if err != nil {
 		panic(err)
@@ -78,6 +79,7 @@ func ExampleProducer_ProduceAsync() {
 	if err != nil {
 		panic(err)
 	}
+	defer f.Close()
 	p, err := factory.NewProducer(f, producer.String(), producer.JSON[any]())
 	if err != nil {
 		panic(err)

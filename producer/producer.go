@@ -22,7 +22,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -85,11 +84,17 @@ type Follow struct {
 	Changed func() error
 	// NewClient makes the client that takes over after a change.
 	NewClient func() (*kgo.Client, error)
-	// Inconsistent counts INCONSISTENT_METADATA answers seen by the
-	// factory's clients. A record that fails after the count moved failed
-	// because brokers stayed behind the token, whatever error franz-go
-	// gave up with. May be nil.
-	Inconsistent func() uint64
+	// Inconsistent and InconsistentOn tell which failures brokers behind
+	// the token caused. Inconsistent is a clock that moves on each
+	// INCONSISTENT_METADATA answer to a produce request; InconsistentOn
+	// is the clock's value at the last such answer for one partition (0
+	// for none). A record that fails after its own partition was answered
+	// so while the record was in flight failed because brokers stayed
+	// behind the token, whatever error franz-go gave up with; an answer
+	// for another partition says nothing about it. Either may be nil: no
+	// failure is then attributed.
+	Inconsistent   func() uint64
+	InconsistentOn func(topic string, partition int32) uint64
 }
 
 // Producer produces records with K keys and V values. It is safe for
@@ -118,22 +123,42 @@ type engine struct {
 	mu     sync.Mutex              // serializes replacing cur
 	topics sync.Map
 	cancel func()
-	closed atomic.Bool
+	closed atomic.Bool // Close began: no new client
 
-	// Records between a failure and their outcome (waiting for a cluster
-	// verdict, or being sent again); Flush waits for them.
-	omu         sync.Mutex
+	// Outcomes are delivered in the order franz-go gives them, which
+	// keeps its per-partition order: the promise delivers one itself
+	// only while nothing waits in queue; otherwise it joins the queue,
+	// which one goroutine (drain) works through. A failed record may wait
+	// there for a cluster verdict, which a promise must not do.
+	queued atomic.Int64 // in queue or being handled by drain
+
+	omu      sync.Mutex
+	queue    []outcome
+	draining bool // a drain goroutine runs
+	// outstanding counts what Flush waits for besides the current
+	// client's buffer: outcomes in queue, records sent again until their
+	// promise ran, and replaced clients until every promise of theirs ran.
 	outstanding int
 	idle        chan struct{} // closed when outstanding drops to zero
+	shut        bool          // Close closes the last client: nothing is sent again
+	joined      bool          // Close waited for everything: no goroutine starts
+	wg          sync.WaitGroup
+	stop        context.Context // done once shut, for waits of drain
+	stopNow     context.CancelFunc
 }
 
-func (e *engine) begin() {
-	e.omu.Lock()
+// outcome is a record's outcome waiting for its turn.
+type outcome struct {
+	x   *inflight
+	err error
+}
+
+// beginLocked counts one more thing Flush waits for; e.omu is held.
+func (e *engine) beginLocked() {
 	if e.outstanding == 0 {
 		e.idle = make(chan struct{})
 	}
 	e.outstanding++
-	e.omu.Unlock()
 }
 
 func (e *engine) end() {
@@ -145,7 +170,21 @@ func (e *engine) end() {
 	e.omu.Unlock()
 }
 
-// waitIdle waits until no failed record awaits its outcome; it reports
+// goLocked runs fn on a goroutine Close joins; e.omu is held. It reports
+// false, running nothing, once Close has joined them.
+func (e *engine) goLocked(fn func()) bool {
+	if e.joined {
+		return false
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// waitIdle waits until nothing counted by outstanding is left; it reports
 // whether there was any to wait for.
 func (e *engine) waitIdle(ctx context.Context) (bool, error) {
 	e.omu.Lock()
@@ -177,7 +216,7 @@ type current struct {
 }
 
 func newCurrent(cl *kgo.Client, gen uint64, seq uint32) *current {
-	return &current{cl: cl, gen: gen, seq: seq &^ hookedLayout, hooked: recordHooks(cl)}
+	return &current{cl: cl, gen: gen, seq: seq &^ resentFlag, hooked: recordHooks(cl)}
 }
 
 // recordHooks reports whether cl has a hook that is given produced records
@@ -202,6 +241,7 @@ func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Pr
 	_, p.rawKeys = any(keys).(bytesSerializer)
 	_, p.rawValues = any(values).(bytesSerializer)
 	p.e.promise = p.e.promised
+	p.e.stop, p.e.stopNow = context.WithCancel(context.Background())
 	p.e.cur.Store(newCurrent(cl, 0, 0))
 	return p
 }
@@ -242,80 +282,40 @@ func (p *Producer[K, V]) Kgo() *kgo.Client {
 }
 
 // inflight is one record on its way: the kgo.Record franz-go sends and what
-// its promise needs, in one allocation. The record is the first field, so
-// the promise (one function shared by every record) gets back to its
-// inflight from the *kgo.Record franz-go hands it (see promised).
+// its outcome needs, in one allocation (192 bytes against a kgo.Record's
+// 160; see TestInflightSize). For every buffered record the garbage
+// collector scans these bytes in each cycle, so nothing goes here that can
+// be found elsewhere: the client a record was given to is a number (its
+// current's seq, which also tells whether the client was replaced since),
+// and the INCONSISTENT_METADATA clock only needs its low bits.
 //
-// It is 16 bytes more than a kgo.Record (176 against 160, both Go size
-// classes) and holds one pointer more, the caller's callback, which franz-go
-// would otherwise hold: for every buffered record the garbage collector
-// scans these bytes in each cycle, and every byte allocated per record
-// brings the next cycle closer. Extra pointers here were once most of what
-// the producer cost over franz-go (see BENCHMARKS.md), so nothing goes here
-// that can be found elsewhere: the client a record was given to is a number
-// (its current's seq, which also tells whether the client was replaced
-// since), and the INCONSISTENT_METADATA count only needs its low bits to
-// tell a change.
-//
-// The record's Context starts as the caller's, as with franz-go. Hooks may
-// replace it (a tracing hook wraps it; a hook may cancel what it wrapped
-// when the record is unbuffered, before the promise runs), so decisions
-// after a failure use the caller's own (see caller). For a client with
-// such hooks the inflight is the first field of a hookedInflight, which
-// keeps it; seq says which of the two an inflight is.
+// The promise, one function shared by every record, finds the inflight
+// through the record's Context: an inflight is a context.Context that
+// answers as the caller's, and franz-go leaves a record's Context alone.
+// Hooks that see records may replace it (a tracing hook wraps it), so a
+// client with such hooks gets the caller's context on the record and a
+// promise of the record's own instead.
 type inflight struct {
 	rec  kgo.Record
 	done func(Result, error)
-	seq  uint32 // current.seq of the client it was given to, | hookedLayout
-	inc0 uint32 // low bits of the INCONSISTENT_METADATA count when it was given
+	ctx  context.Context // the caller's
+	seq  uint32          // current.seq of the client it was given to, | resentFlag
+	inc0 uint32          // low bits of the INCONSISTENT_METADATA clock when it was given
 }
 
-// hookedLayout marks, in inflight.seq, an inflight that is the first field
-// of a hookedInflight.
-const hookedLayout = 1 << 31
+// resentFlag marks, in inflight.seq, a record sent again after a failure:
+// Flush waits for its promise (see engine.outstanding).
+const resentFlag = 1 << 31
 
-// hookedInflight is the inflight of a record given to a client whose hooks
-// see records.
-type hookedInflight struct {
-	inflight
-	ctx context.Context // the caller's
-}
+// An inflight is the Context of its record: it answers as the caller's.
 
-// These lines do not compile unless the conversions of promised and hooked
-// start at the first field.
-var (
-	_ [0]struct{} = [unsafe.Offsetof(inflight{}.rec)]struct{}{}
-	_ [0]struct{} = [unsafe.Offsetof(hookedInflight{}.inflight)]struct{}{}
-)
-
-// newInflight allocates an inflight, inside a hookedInflight when hooked.
-func newInflight(hooked bool) *inflight {
-	if hooked {
-		h := &hookedInflight{}
-		h.seq = hookedLayout
-		return &h.inflight
-	}
-	return &inflight{}
-}
-
-// hooked returns the hookedInflight x is the first field of, or nil.
-func (x *inflight) hooked() *hookedInflight {
-	if x.seq&hookedLayout == 0 {
-		return nil
-	}
-	return (*hookedInflight)(unsafe.Pointer(x))
-}
+func (x *inflight) Deadline() (time.Time, bool) { return x.ctx.Deadline() }
+func (x *inflight) Done() <-chan struct{}       { return x.ctx.Done() }
+func (x *inflight) Err() error                  { return x.ctx.Err() }
+func (x *inflight) Value(key any) any           { return x.ctx.Value(key) }
 
 // client is the seq of the client x was given to.
-func (x *inflight) client() uint32 { return x.seq &^ hookedLayout }
-
-// caller is the context the record was produced with.
-func (x *inflight) caller() context.Context {
-	if h := x.hooked(); h != nil && h.ctx != nil {
-		return h.ctx
-	}
-	return x.rec.Context // no hook could have replaced it
-}
+func (x *inflight) client() uint32 { return x.seq &^ resentFlag }
 
 // prepare serializes r into a new inflight.
 func (p *Producer[K, V]) prepare(ctx context.Context, r *Record[K, V], done func(Result, error)) (*inflight, error) {
@@ -340,9 +340,9 @@ func (p *Producer[K, V]) prepare(ctx context.Context, r *Record[K, V], done func
 	}
 	// Field by field: assigning a whole kgo.Record to the heap object
 	// would copy its zero fields too, under the GC's write barrier.
-	x := newInflight(p.e.cur.Load().hooked)
+	x := &inflight{}
 	x.done = done
-	x.rec.Context = ctx
+	x.ctx = ctx
 	x.rec.Topic = r.Topic
 	if k != nil { // a null key, most often: the field is nil already
 		x.rec.Key = k
@@ -384,8 +384,10 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 }
 
 // ProduceAsync serializes r and queues it; done is called once with the
-// outcome (from a franz-go goroutine: keep it short). A serialization error
-// is returned at once and done is not called.
+// outcome (from a franz-go goroutine, or the producer's own while a failed
+// record waits for a cluster verdict: keep it short). Outcomes of one
+// partition are delivered in order, as franz-go delivers them. A
+// serialization error is returned at once and done is not called.
 func (p *Producer[K, V]) ProduceAsync(ctx context.Context, r Record[K, V], done func(Result, error)) error {
 	if done == nil {
 		done = ignoreResult
@@ -404,15 +406,7 @@ func ignoreResult(Result, error) {}
 // outcome.
 func (e *engine) send(x *inflight) {
 	c := e.cur.Load()
-	if c.hooked && x.hooked() == nil {
-		// Made for a client without such hooks, which was replaced
-		// since: move it to the layout that keeps the caller's context.
-		// franz-go has not seen it yet.
-		y := newInflight(true)
-		y.rec, y.done = x.rec, x.done
-		x = y
-	}
-	x.seq = c.seq | x.seq&hookedLayout
+	x.seq = c.seq | x.seq&resentFlag
 	if e.follow.Pinned {
 		if _, ok := e.topics.Load(x.rec.Topic); !ok {
 			e.topics.Store(x.rec.Topic, struct{}{})
@@ -421,50 +415,111 @@ func (e *engine) send(x *inflight) {
 	if n := e.follow.Inconsistent; n != nil {
 		x.inc0 = uint32(n())
 	}
-	if h := x.hooked(); h != nil {
-		h.ctx = x.rec.Context // before any hook sees the record
-	}
-	c.cl.Produce(x.caller(), &x.rec, e.promise)
-}
-
-// promised is the promise of every record: got is the &x.rec that send gave
-// franz-go (franz-go hands a promise the record it was given), the first
-// field of an inflight, so got is a pointer to that inflight.
-func (e *engine) promised(got *kgo.Record, err error) {
-	x := (*inflight)(unsafe.Pointer(got))
-	if err == nil {
-		x.done(result(got), nil)
+	if c.hooked {
+		// A hook may replace the record's Context: give it the
+		// caller's, as franz-go would, and a promise that knows x.
+		x.rec.Context = x.ctx
+		c.cl.Produce(x.ctx, &x.rec, func(_ *kgo.Record, err error) { e.settle(x, err) })
 		return
 	}
-	e.failed(x, err)
+	x.rec.Context = x
+	c.cl.Produce(x.ctx, &x.rec, e.promise)
 }
 
-// failed handles a record franz-go failed with err.
-func (e *engine) failed(x *inflight, err error) {
-	if n := e.follow.Inconsistent; n != nil && uint32(n()) != x.inc0 {
-		err = staleError(err)
+// promised is the promise of records given to a client without record
+// hooks: their Context is their inflight (see send).
+func (e *engine) promised(got *kgo.Record, err error) {
+	if x, ok := got.Context.(*inflight); ok {
+		e.settle(x, err)
 	}
-	if e.follow.Watch == nil || x.caller().Err() != nil {
+	// Otherwise it is no record of send's: there is no callback to call.
+}
+
+// settle delivers x's outcome, or queues it behind outcomes that wait.
+func (e *engine) settle(x *inflight, err error) {
+	if x.seq&resentFlag != 0 {
+		// Flush waited for this promise: count it off once the outcome
+		// is delivered or queued.
+		x.seq &^= resentFlag
+		defer e.end()
+	}
+	if err != nil {
+		err = e.attribute(x, err)
+	}
+	if e.queued.Load() == 0 && (err == nil || !e.awaitsVerdict(x)) {
+		// Nothing of this client's waits before it (this client's
+		// promises run one at a time, and drain counts an outcome off
+		// only after delivering it).
+		deliver(x, err)
+		return
+	}
+	e.omu.Lock()
+	if e.joined { // only for a record produced after Close
+		e.omu.Unlock()
+		deliver(x, err)
+		return
+	}
+	e.queue = append(e.queue, outcome{x, err})
+	e.queued.Add(1)
+	e.beginLocked()
+	if !e.draining {
+		e.draining = e.goLocked(e.drain)
+	}
+	e.omu.Unlock()
+}
+
+func deliver(x *inflight, err error) {
+	if err != nil {
 		x.done(Result{}, err)
 		return
 	}
-	// The promise runs on a franz-go goroutine, which must not block:
-	// wait for the cluster verdict elsewhere.
-	e.begin()
-	go e.afterFailure(x, err)
+	x.done(result(&x.rec), nil)
+}
+
+// awaitsVerdict reports whether x, which failed, waits for the cluster
+// verdict before its outcome is known.
+func (e *engine) awaitsVerdict(x *inflight) bool {
+	return e.follow.Watch != nil && x.ctx.Err() == nil && e.stop.Err() == nil
+}
+
+// drain works through the queue, in order, until it is empty.
+func (e *engine) drain() {
+	for {
+		e.omu.Lock()
+		if len(e.queue) == 0 {
+			e.queue = nil
+			e.draining = false
+			e.omu.Unlock()
+			return
+		}
+		o := e.queue[0]
+		e.queue[0] = outcome{}
+		e.queue = e.queue[1:]
+		e.omu.Unlock()
+		if o.err != nil && e.awaitsVerdict(o.x) {
+			e.afterFailure(o.x, o.err)
+		} else {
+			deliver(o.x, o.err)
+		}
+		e.queued.Add(-1)
+		e.end()
+	}
 }
 
 // afterFailure decides what a failed record becomes once any cluster check
 // in flight is over: the error it had, a ClusterChangedError (pinned), or a
 // new attempt on a client made for the new cluster.
 func (e *engine) afterFailure(x *inflight, err error) {
-	defer e.end() // after done ran, or the record went to a client again
 	if errors.Is(err, kerr.UnknownTopicID) {
 		// A topic id that stopped matching is how a cluster moved behind
 		// the bootstrap address shows when no rebootstrap happened.
 		e.follow.Watch.Check(false)
 	}
-	now := e.follow.Watch.Settle(x.caller())
+	now, interrupted := e.settleWatch(x.ctx)
+	if interrupted { // Close is closing the last client
+		x.done(Result{}, err)
+		return
+	}
 	c := e.cur.Load()
 	swapped := c.seq != x.client() // another failure already moved on
 	switch {
@@ -477,21 +532,42 @@ func (e *engine) afterFailure(x *inflight, err error) {
 			x.done(Result{}, errors.Join(err, nerr))
 			return
 		}
-		// A fresh record: the old one carries the old client's
-		// partition, offset and producer state.
-		fresh := newInflight(e.cur.Load().hooked)
-		fresh.done = x.done
-		r := &x.rec
-		fresh.rec = kgo.Record{Context: x.caller(), Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition}
-		e.send(fresh)
+		e.resend(x, err)
 	}
 }
 
+// settleWatch waits for the cluster verdict as long as ctx and the producer
+// allow; interrupted is true when Close cut it short.
+func (e *engine) settleWatch(ctx context.Context) (gen uint64, interrupted bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(e.stop, cancel)()
+	gen = e.follow.Watch.Settle(ctx)
+	return gen, e.stop.Err() != nil
+}
+
+// resend gives a fresh copy of x to the current client: the old record
+// carries the old client's partition, offset and producer state.
+func (e *engine) resend(x *inflight, err error) {
+	fresh := &inflight{done: x.done, ctx: x.ctx, seq: resentFlag}
+	r := &x.rec
+	fresh.rec = kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition}
+	e.omu.Lock()
+	if e.shut {
+		e.omu.Unlock()
+		x.done(Result{}, errors.Join(err, kgo.ErrClientClosed))
+		return
+	}
+	e.beginLocked() // ended by settle, once fresh's promise ran
+	e.omu.Unlock()
+	e.send(fresh)
+}
+
 // followChange makes a client for generation gen current, replacing the
-// client numbered old (the one a record failed on) if it still is. franz-go keeps the
-// old cluster's topic ids and producer id, so a fresh client is the clean
-// way to follow the change; the old one is closed, which fails its other
-// buffered records so that they come here too.
+// client numbered old (the one a record failed on) if it still is. franz-go
+// keeps the old cluster's topic ids and producer id, so a fresh client is
+// the clean way to follow the change; the old one is closed, which fails
+// its other buffered records so that they come here too.
 func (e *engine) followChange(gen uint64, old uint32) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -507,8 +583,24 @@ func (e *engine) followChange(gen uint64, old uint32) error {
 		return fmt.Errorf("producer: follow the cluster change: %w", err)
 	}
 	e.cur.Store(newCurrent(next, gen, c.seq+1))
-	go c.cl.Close()
+	e.omu.Lock()
+	e.beginLocked() // Flush waits until the old client's records are back
+	started := e.goLocked(func() { defer e.end(); closeClient(c.cl) })
+	e.omu.Unlock()
+	if !started { // Close joined already; cannot be, as it waits for e.mu first
+		closeClient(c.cl)
+		e.end()
+	}
 	return nil
+}
+
+// closeClient closes cl and waits until it has called the promise of every
+// record it held: franz-go's Close fails them but calls their promises
+// afterwards, on a goroutine of its own. A closed client's Flush waits for
+// exactly that.
+func closeClient(cl *kgo.Client) {
+	cl.Close()
+	_ = cl.Flush(context.Background()) // cannot fail without a deadline
 }
 
 // Flush waits until every record produced so far is acknowledged or failed.
@@ -516,8 +608,9 @@ func (p *Producer[K, V]) Flush(ctx context.Context) error { return p.e.flush(ctx
 
 func (e *engine) flush(ctx context.Context) error {
 	// A failed record may wait for a cluster verdict and then go to a new
-	// client: flush, wait for such records, and flush again until none is
-	// left, so that every done callback has run when Flush returns.
+	// client, and a replaced client fails its records as it closes: flush,
+	// wait for such records, and flush again until none is left, so that
+	// every done callback has run when Flush returns.
 	for {
 		if err := e.cur.Load().cl.Flush(ctx); err != nil {
 			return err
@@ -534,7 +627,8 @@ func (e *engine) flush(ctx context.Context) error {
 
 // Close flushes (bounded by ctx) and closes the producer. Records still
 // buffered when ctx ends fail with an error. No record is sent after Close
-// returns, not even one a cluster change would have sent again.
+// returns, not even one a cluster change would have sent again, and every
+// done callback has run.
 func (p *Producer[K, V]) Close(ctx context.Context) error {
 	e := &p.e
 	e.closed.Store(true)
@@ -543,9 +637,35 @@ func (p *Producer[K, V]) Close(ctx context.Context) error {
 	}
 	err := e.flush(ctx)
 	e.mu.Lock() // no client swap in progress
+	e.omu.Lock()
+	e.shut = true
+	e.omu.Unlock()
+	e.stopNow()
 	cl := e.cur.Load().cl
 	e.mu.Unlock()
-	cl.Close()
+	closeClient(cl)
+	// Nothing is sent again now and nothing waits for a verdict: what is
+	// left ends without waiting on the network.
+	_, _ = e.waitIdle(context.Background())
+	e.omu.Lock()
+	e.joined = true
+	e.omu.Unlock()
+	e.wg.Wait()
+	return err
+}
+
+// attribute returns the error to report for x, which failed with err: a
+// record whose own partition was answered INCONSISTENT_METADATA while it
+// was in flight failed because brokers stayed behind the token.
+func (e *engine) attribute(x *inflight, err error) error {
+	at := e.follow.InconsistentOn
+	if at == nil || e.follow.Inconsistent == nil {
+		return err
+	}
+	// The clock's low 32 bits, compared as a wrapping difference.
+	if int32(uint32(at(x.rec.Topic, x.rec.Partition))-x.inc0) > 0 {
+		return staleError(err)
+	}
 	return err
 }
 
