@@ -86,6 +86,10 @@ type Consumer[K, V any] struct {
 	changed  error // sticky: the pinned cluster is gone
 	closed   bool  // Close was called
 	cancel   func()
+	// retiring counts clients a cluster change retired, closing in the
+	// background; Close waits for them. Added to under mu while !closed
+	// only, so never concurrently with Close's Wait.
+	retiring sync.WaitGroup
 }
 
 // ClusterWatch reports cluster changes behind the bootstrap servers; the
@@ -122,10 +126,11 @@ func (c *Consumer[K, V]) followChange(f Follow) {
 		// Nothing of the pinned cluster is reachable any more: close the
 		// client, which also wakes a Poll that waits for records.
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		c.changed = f.Changed()
-		cl := c.cl
-		c.mu.Unlock()
-		go cl.Close()
+		if !c.closed { // else Close closes it
+			c.retire(c.cl)
+		}
 		return
 	}
 	next, err := f.NewClient()
@@ -145,8 +150,15 @@ func (c *Consumer[K, V]) followChange(f Follow) {
 	if len(c.assigned) > 0 {
 		next.AddConsumePartitions(c.assigned)
 	}
+	c.retire(old)
 	c.mu.Unlock()
-	go old.Close() // its group and cluster are gone; do not wait for them
+}
+
+// retire closes cl in the background: its group and cluster are gone, and
+// leaving the group may take until franz-go gives up, which must not hold
+// up the cluster watcher or a Poll. c.mu held, c not closed.
+func (c *Consumer[K, V]) retire(cl *kgo.Client) {
+	c.retiring.Go(cl.Close)
 }
 
 func (c *Consumer[K, V]) client() (*kgo.Client, error) {
@@ -258,6 +270,8 @@ func (c *Consumer[K, V]) Commit(ctx context.Context) error {
 }
 
 // Close leaves the group (committing what was polled) and closes the client.
+// It returns once every client the consumer used is closed, those a cluster
+// change replaced included.
 func (c *Consumer[K, V]) Close() {
 	c.mu.Lock()
 	c.closed = true
@@ -266,6 +280,7 @@ func (c *Consumer[K, V]) Close() {
 		c.cancel()
 	}
 	c.Kgo().Close()
+	c.retiring.Wait()
 }
 
 func (c *Consumer[K, V]) isClosed() bool {

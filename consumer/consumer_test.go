@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -74,4 +75,66 @@ func TestPollFollowsClientSwap(t *testing.T) {
 	require.ErrorIs(t, err, kgo.ErrClientClosed)
 	w.change()
 	require.Equal(t, 2, made)
+}
+
+// TestCloseWaitsForRetiredClients: a cluster change closes the replaced
+// client (or, pinned, the only one) in the background; Close returns only
+// once that is done, so no goroutine of the consumer outlives it.
+func TestCloseWaitsForRetiredClients(t *testing.T) {
+	for _, pinned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "follow", true: "pinned"}[pinned], func(t *testing.T) {
+			kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+			require.NoError(t, err)
+			defer kc.Close()
+			closing := make(chan struct{})
+			release := make(chan struct{})
+			// The first client's Close blocks in its hook until released.
+			first, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(blockClose{closing, release}))
+			require.NoError(t, err)
+			w := &manualWatch{}
+			c := New(first, String(), String(), false).WithFollow(Follow{
+				Watch:   w,
+				Pinned:  pinned,
+				Changed: func() error { return errors.New("pinned cluster gone") },
+				NewClient: func() (*kgo.Client, error) {
+					return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+				},
+			})
+			w.change()
+			<-closing // the retired client is being closed in the background
+			closed := make(chan struct{})
+			go func() {
+				c.Close()
+				close(closed)
+			}()
+			// An observation window, not synchronisation: Close must still
+			// be waiting when it ends.
+			select {
+			case <-closed:
+				t.Fatal("Close returned while a retired client was still closing")
+			case <-time.After(100 * time.Millisecond):
+			}
+			close(release)
+			select {
+			case <-closed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Close did not return once the retired client closed")
+			}
+		})
+	}
+}
+
+// blockClose signals closing when its client closes, then holds the Close
+// call until release is closed. It acts once: the pinned consumer's Close
+// closes the same client again.
+type blockClose struct{ closing, release chan struct{} }
+
+func (b blockClose) OnClientClosed(*kgo.Client) {
+	select {
+	case <-b.closing:
+		return
+	default:
+	}
+	close(b.closing)
+	<-b.release
 }

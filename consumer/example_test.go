@@ -36,6 +36,7 @@ func ExampleConsumer_Poll() {
 	if err != nil {
 		panic(err)
 	}
+	defer f.Close()
 	adm, err := f.Admin()
 	if err != nil {
 		panic(err)
@@ -100,6 +101,7 @@ func ExampleConsumer_Assign() {
 	if err != nil {
 		panic(err)
 	}
+	defer f.Close()
 	p, err := factory.NewProducer(f, producer.String(), producer.String(), factory.KgoOpts(kgo.RecordPartitioner(kgo.ManualPartitioner())))
 	if err != nil {
 		panic(err)

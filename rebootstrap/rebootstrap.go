@@ -204,9 +204,15 @@ type Watcher struct {
 	running            bool
 	rebootstrapped     bool          // some request since the last probe was a rebootstrap
 	progress           chan struct{} // closed (and replaced) when handled moves
-	closed             chan struct{}
-	once               sync.Once
 	subs               map[*func()]struct{}
+
+	// life ends at Close; it bounds every probe. isClosed (under mu)
+	// keeps goroutines from starting after Close, so that Close can wait
+	// for those already started (wg) without racing a new Add.
+	life     context.Context
+	end      context.CancelFunc
+	isClosed bool
+	wg       sync.WaitGroup
 }
 
 // OnChange calls fn (on the watcher's goroutine) after each cluster change
@@ -226,16 +232,45 @@ func (w *Watcher) OnChange(fn func()) (cancel func()) {
 	}
 }
 
-// Close stops checks in flight; the factory calls it when it is done.
-func (w *Watcher) Close() { w.once.Do(func() { close(w.closedCh()) }) }
+// Close stops checks in flight and waits until the watcher's goroutines
+// have returned, OnEvent and OnChange callbacks included (so those must not
+// call Close). Later checks do nothing. The factory calls it when it is
+// done; calling it again is harmless.
+func (w *Watcher) Close() {
+	w.mu.Lock()
+	w.isClosed = true
+	w.lifeLocked()
+	w.end()
+	w.mu.Unlock()
+	w.wg.Wait()
+}
 
-func (w *Watcher) closedCh() chan struct{} {
+// lifeLocked returns the context that Close ends; w.mu held.
+func (w *Watcher) lifeLocked() context.Context {
+	if w.life == nil {
+		w.life, w.end = context.WithCancel(context.Background())
+	}
+	return w.life
+}
+
+func (w *Watcher) lifetime() context.Context {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed == nil {
-		w.closed = make(chan struct{})
+	return w.lifeLocked()
+}
+
+// goLocked runs fn on a goroutine Close waits for, unless the watcher is
+// closed; w.mu held. It reports whether fn runs.
+func (w *Watcher) goLocked(fn func()) bool {
+	if w.isClosed {
+		return false
 	}
-	return w.closed
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		fn()
+	}()
+	return true
 }
 
 // Generation returns how many cluster changes the watcher has seen.
@@ -258,7 +293,7 @@ func (w *Watcher) Settle(ctx context.Context) uint64 {
 		case <-ch:
 		case <-ctx.Done():
 			return w.Generation()
-		case <-w.closedCh():
+		case <-w.lifetime().Done():
 			return w.Generation()
 		}
 		w.mu.Lock()
@@ -295,7 +330,9 @@ func (w *Watcher) Learn(id string) {
 // Watch learns the cluster id in the background, so that a later check can
 // tell whether the cluster changed.
 func (w *Watcher) Watch() {
-	go func() { w.Learn(w.ask()) }()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.goLocked(func() { w.Learn(w.ask()) })
 }
 
 // Rebootstrapped is the hook to call from kgo's OnRebootstrapRequired. It
@@ -311,13 +348,14 @@ func (w *Watcher) Rebootstrapped() { w.Check(true) }
 // bootstrap address shows only that way.
 func (w *Watcher) Check(rebootstrapped bool) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.isClosed {
+		return
+	}
 	w.requested++
 	w.rebootstrapped = w.rebootstrapped || rebootstrapped
-	start := !w.running
-	w.running = true
-	w.mu.Unlock()
-	if start {
-		go w.loop()
+	if !w.running {
+		w.running = w.goLocked(w.loop)
 	}
 }
 
@@ -353,15 +391,9 @@ func (w *Watcher) ask() string {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	// Close ends a probe in flight too.
+	ctx, cancel := context.WithTimeout(w.lifetime(), timeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-w.closedCh():
-			cancel() // Close ends a probe in flight too
-		case <-ctx.Done():
-		}
-	}()
 	// Right after a rebootstrap the old connections are being torn down,
 	// so the first tries may fail.
 	for {
@@ -370,8 +402,6 @@ func (w *Watcher) ask() string {
 		}
 		select {
 		case <-ctx.Done():
-			return ""
-		case <-w.closedCh():
 			return ""
 		case <-time.After(100 * time.Millisecond):
 		}
