@@ -63,6 +63,7 @@ func New(opts ...Opt) (*Cluster, error) {
 	cfg := config{
 		brokers:          3,
 		waitMax:          DefaultWaitMax,
+		idleTimeout:      DefaultIdleTimeout,
 		inconsistentCode: DefaultInconsistentMetadataCode,
 		logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}

@@ -315,6 +315,7 @@ func TestOptionErrors(t *testing.T) {
 		{BrokerLag(9, 1), "BrokerLag(9"},
 		{ClusterID(""), "ClusterID"},
 		{WaitMax(0), "WaitMax(0s)"},
+		{IdleTimeout(-time.Second), "IdleTimeout(-1s)"},
 		{InconsistentMetadataCode(5), "InconsistentMetadataCode(5)"},
 		{Logger(nil), "Logger(nil)"},
 		{SeedTopics(0, "x"), "SeedTopics(0"},

@@ -26,12 +26,30 @@
 //     values: the stale reads of real lagging brokers.
 //   - gateway.go: every flexible response header carries tag 0 =
 //     {cluster id, applied offset} (ApiVersions, whose response header is
-//     v0, passes untouched in both directions, so kfake performs the
-//     KIP-1242 check). A request whose header token is above the broker's
-//     applied offset waits for it ([WaitMax]); in [ErrorMode], or when the
-//     wait runs out, it is answered INCONSISTENT_METADATA
+//     v0, goes to kfake untouched, so kfake performs the KIP-1242 check).
+//     A request whose header token is above the broker's applied offset
+//     waits for it ([WaitMax]); in [ErrorMode], or when the wait runs
+//     out, it is answered INCONSISTENT_METADATA
 //     ([InconsistentMetadataCode], see inconsistent.go). A request whose
-//     header names another cluster closes the connection.
+//     header names another cluster closes the connection, and so does
+//     idleness ([IdleTimeout]).
+//   - api_versions.go: ApiVersions v3+ answers carry, as on a KRaft broker,
+//     FinalizedFeaturesEpoch = the broker's applied offset and a finalized
+//     metadata.version, and advertise DescribeQuorum. Error answers and
+//     older versions pass untouched. [FeaturesEpoch](false) leaves the
+//     epoch and finalized features out.
+//   - api_quorum.go: DescribeQuorum of __cluster_metadata-0 is answered by
+//     the gateway (kfake has no quorum): every broker is a caught-up voter,
+//     node 0 leads, HighWatermark is the log end + 1. A mutation is
+//     committed before it is answered, so a DescribeQuorum sent after the
+//     answer sees a high watermark above it. Other partitions get
+//     UNKNOWN_TOPIC_OR_PARTITION; with [DescribeQuorumAllowed](false),
+//     every request gets CLUSTER_AUTHORIZATION_FAILED.
+//   - native.go: with [Native](false) brokers behave like Apache Kafka 4.4:
+//     no tag 0 in response headers, and a request's tag 0 is skipped (no
+//     wait, no INCONSISTENT_METADATA, no cluster id check). Lag, stale
+//     reads, ApiVersions and DescribeQuorum are unchanged, so clients can
+//     emulate tokens from those two offsets.
 //   - sidedoor.go: the gateways (and the cluster's own control client)
 //     reach kfake over in-memory connections; kfake keeps its TCP ports
 //     ([Cluster.KfakeAddrs]) for anyone who wants kfake itself.

@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -17,6 +20,10 @@ import (
 // maxFrame bounds request and response frames; Kafka's default
 // socket.request.max.bytes is 100 MiB.
 const maxFrame = 100 << 20
+
+// frameChunk is the most readFrame allocates for a frame before its bytes
+// arrive; it covers the common frame in one allocation.
+const frameChunk = 64 << 10
 
 // pipelineDepth bounds the requests a connection may have in flight through
 // the gateway; the client blocks beyond it, as on a busy broker.
@@ -26,6 +33,7 @@ var (
 	errFrameTooLarge  = errors.New("frame too large")
 	errClusterIDCheck = errors.New("request names another cluster")
 	errCorrelation    = errors.New("response correlation id does not match the request")
+	errIdle           = errors.New("connection idle for longer than the idle timeout")
 )
 
 // gateway listens on its own loopback port in front of one kfake broker.
@@ -74,10 +82,12 @@ func (g *gateway) serve() {
 		cn := &conn{
 			b:       b,
 			client:  nc,
-			clientR: bufio.NewReaderSize(nc, 32<<10),
+			idle:    g.c.cfg.idleTimeout,
+			start:   time.Now(),
 			pending: make(chan *exchange, pipelineDepth),
 			done:    make(chan struct{}),
 		}
+		cn.clientR = bufio.NewReaderSize(idleReader{cn}, 32<<10)
 		g.mu.Lock()
 		if g.closed {
 			g.mu.Unlock()
@@ -132,6 +142,14 @@ type conn struct {
 	upR     *bufio.Reader
 	pending chan *exchange
 	done    chan struct{}
+
+	// idle is the idle timeout (connections.max.idle.ms): the connection
+	// ends when the client has sent nothing, has nothing in flight and was
+	// answered nothing for that long.
+	idle     time.Duration
+	start    time.Time    // the origin of lastSent, for a monotonic clock
+	inflight atomic.Int32 // requests enqueued and not yet answered
+	lastSent atomic.Int64 // when the last answer was written, since start
 
 	mu     sync.Mutex // guards up and closed against close from the gateway
 	closed bool
@@ -220,9 +238,7 @@ func (cn *conn) run() {
 			cn.logger().debug("write loop ended", err)
 		}
 	}()
-	if err := cn.readLoop(); err != nil {
-		cn.logger().debug("read loop ended", err)
-	}
+	cn.logger().debug("read loop ended", cn.readLoop()) // never ends without an error
 	cn.close()
 	wg.Wait()
 	for {
@@ -235,6 +251,10 @@ func (cn *conn) run() {
 	}
 }
 
+// readFrame reads one size-prefixed frame, size included. The buffer grows
+// as bytes arrive, never past twice what arrived: a size prefix alone must
+// cost nothing, or a few connections announcing maxFrame would take
+// gigabytes.
 func readFrame(r io.Reader) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
@@ -244,12 +264,54 @@ func readFrame(r io.Reader) ([]byte, error) {
 	if n > maxFrame {
 		return nil, fmt.Errorf("%w: %d bytes", errFrameTooLarge, n)
 	}
-	frame := make([]byte, 4+n)
+	total := 4 + int(n)
+	frame := make([]byte, 4, min(total, frameChunk))
 	copy(frame, size[:])
-	if _, err := io.ReadFull(r, frame[4:]); err != nil {
-		return nil, err
+	for len(frame) < total {
+		if len(frame) == cap(frame) {
+			frame = slices.Grow(frame, min(len(frame), total-len(frame)))
+		}
+		// Grow may round the capacity up past the frame's end.
+		k, err := r.Read(frame[len(frame):min(cap(frame), total)])
+		frame = frame[:len(frame)+k]
+		if err != nil && len(frame) < total {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
 	}
 	return frame, nil
+}
+
+// idleReader is the client side of a connection for its bufio.Reader. A
+// Read that gets nothing for the idle timeout ends the connection, unless
+// a request is in flight (a held or long-polling request is no idleness) or
+// an answer went out within the timeout.
+type idleReader struct{ cn *conn }
+
+func (r idleReader) Read(p []byte) (int, error) {
+	cn := r.cn
+	deadline := time.Now().Add(cn.idle)
+	for {
+		if err := cn.client.SetReadDeadline(deadline); err != nil {
+			return 0, err
+		}
+		n, err := cn.client.Read(p)
+		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		now := time.Now()
+		if cn.inflight.Load() > 0 {
+			deadline = now.Add(cn.idle)
+			continue
+		}
+		if last := cn.start.Add(time.Duration(cn.lastSent.Load())); now.Sub(last) < cn.idle {
+			deadline = last.Add(cn.idle)
+			continue
+		}
+		return 0, fmt.Errorf("%w (%v)", errIdle, cn.idle)
+	}
 }
 
 func (cn *conn) readLoop() error {
@@ -279,13 +341,14 @@ func (cn *conn) handle(frame []byte) error {
 	c.stats.requests.Add(1)
 	x := &exchange{key: h.key, version: h.version, corr: h.corr, flexible: h.flexible && h.key != apiVersionsKey, body: frame[h.bodyOff:]}
 
-	// ApiVersions passes untouched: kfake answers the KIP-1242 check, and
-	// a client must be able to learn versions before anything else.
+	// ApiVersions skips the token rules: kfake answers the KIP-1242 check,
+	// and a client must be able to learn versions before anything else.
+	// Its answer gets the broker's features (api_versions.go).
 	if h.key == apiVersionsKey {
 		x.raw = true
 		return cn.forward(x, frame)
 	}
-	if h.hasState {
+	if h.hasState && c.readsTokens() {
 		if h.state.ClusterID != nil && string(h.state.ClusterID) != c.cfg.clusterID {
 			c.stats.mismatches.Add(1)
 			c.cfg.logger.Warn("localcluster: closing connection: request header names another cluster",
@@ -356,10 +419,12 @@ func (cn *conn) awaitToken(x *exchange, token int64) (answered bool, err error) 
 }
 
 func (cn *conn) enqueue(x *exchange) error {
+	cn.inflight.Add(1)
 	select {
 	case cn.pending <- x:
 		return nil
 	case <-cn.done:
+		cn.inflight.Add(-1)
 		x.done()
 		return net.ErrClosed
 	}
@@ -389,7 +454,7 @@ func (cn *conn) send(frame []byte) error {
 // localFrame encodes a response the gateway answers itself.
 func (cn *conn) localFrame(x *exchange, resp kmsg.Response, token int64) []byte {
 	body := resp.AppendTo(nil)
-	return appendResponseFrame(nil, x.corr, x.flexible, nil, cn.b.c.cfg.clusterID, token, body)
+	return cn.appendResponse(nil, x, nil, token, body)
 }
 
 func (cn *conn) writeLoop() error {
@@ -405,7 +470,12 @@ func (cn *conn) writeLoop() error {
 		if err != nil {
 			return err
 		}
-		if _, err := cn.client.Write(frame); err != nil {
+		_, err = cn.client.Write(frame)
+		// Stored before the count drops, so an idle check that sees no
+		// request in flight sees this answer's time.
+		cn.lastSent.Store(int64(time.Since(cn.start)))
+		cn.inflight.Add(-1)
+		if err != nil {
 			return err
 		}
 	}
@@ -422,7 +492,7 @@ func (cn *conn) respond(x *exchange) ([]byte, error) {
 		return nil, err
 	}
 	if x.raw {
-		return frame, nil
+		return cn.rewriteAPIVersions(x, frame), nil
 	}
 	h, err := parseResponseHeader(frame, x.flexible)
 	if err != nil {
@@ -448,7 +518,7 @@ func (cn *conn) respond(x *exchange) ([]byte, error) {
 	if token < 0 {
 		token = cn.b.appliedOffset()
 	}
-	return appendResponseFrame(make([]byte, 0, len(body)+64), x.corr, x.flexible, h.tags, cn.b.c.cfg.clusterID, token, body), nil
+	return cn.appendResponse(make([]byte, 0, len(body)+64), x, h.tags, token, body), nil
 }
 
 // slogger logs connection events at debug level with the connection's

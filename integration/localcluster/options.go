@@ -17,7 +17,11 @@ type config struct {
 	brokerLag        map[int32]time.Duration
 	clusterID        string
 	waitMax          time.Duration
+	idleTimeout      time.Duration
 	errorMode        bool
+	tokensOff        bool // Native(false); the zero config is native
+	noFeaturesEpoch  bool // FeaturesEpoch(false)
+	quorumRefused    bool // DescribeQuorumAllowed(false)
 	inconsistentCode int16
 	logger           *slog.Logger
 	seedTopics       []seedTopic
@@ -33,6 +37,11 @@ type seedTopic struct {
 // DefaultWaitMax is how long a broker holds a request whose token it has
 // not applied yet, unless WaitMax says otherwise.
 const DefaultWaitMax = 5 * time.Second
+
+// DefaultIdleTimeout is how long a gateway keeps a connection that does
+// nothing, unless IdleTimeout says otherwise; it is the default of Kafka's
+// connections.max.idle.ms.
+const DefaultIdleTimeout = 10 * time.Minute
 
 // DefaultInconsistentMetadataCode is the provisional INCONSISTENT_METADATA
 // error code of the ARCHITECTURE contract; KIP-1243 has no code upstream.
@@ -104,6 +113,20 @@ func WaitMax(d time.Duration) Opt {
 	}
 }
 
+// IdleTimeout sets how long a gateway keeps a connection on which the
+// client sends nothing while no request is in flight and no response went
+// out (default DefaultIdleTimeout), like Kafka's connections.max.idle.ms.
+// Clients reconnect when they need to, as they do with Kafka.
+func IdleTimeout(d time.Duration) Opt {
+	return func(c *config) {
+		if d <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("IdleTimeout(%v): want a positive duration", d))
+			return
+		}
+		c.idleTimeout = d
+	}
+}
+
 // ErrorMode makes brokers answer a request whose token they have not applied
 // with INCONSISTENT_METADATA at once, instead of waiting. The header of such
 // an answer carries the broker's applied offset, lower than the request's.
@@ -155,4 +178,33 @@ func SeedTopics(partitions int32, topics ...string) Opt {
 // metadata log never hears of, and gateways hide them.
 func KfakeOpts(opts ...kfake.Opt) Opt {
 	return func(c *config) { c.kfakeOpts = append(c.kfakeOpts, opts...) }
+}
+
+// Native sets whether brokers implement KIP-1243 (default true). Native(false)
+// makes them behave like Apache Kafka 4.4, which has no header tokens: no tag
+// 0 in response headers, and a request's tag 0 is skipped like any unknown
+// header tag, so no request is held or answered INCONSISTENT_METADATA and
+// no header cluster id is checked. Brokers still lag and serve stale reads,
+// and still report their applied offset as ApiVersions'
+// FinalizedFeaturesEpoch and the log's high watermark in DescribeQuorum: what
+// a client needs to emulate tokens.
+func Native(on bool) Opt {
+	return func(c *config) { c.tokensOff = !on }
+}
+
+// FeaturesEpoch sets whether ApiVersions answers (v3+) carry the broker's
+// applied offset as FinalizedFeaturesEpoch (default true, as KRaft brokers
+// do). FeaturesEpoch(false) answers like a broker that has no finalized
+// features: no FinalizedFeaturesEpoch (-1, so the tag is left out) and no
+// FinalizedFeatures. It is for testing clients against brokers whose
+// applied offset cannot be learnt.
+func FeaturesEpoch(on bool) Opt {
+	return func(c *config) { c.noFeaturesEpoch = !on }
+}
+
+// DescribeQuorumAllowed sets whether DescribeQuorum is answered (default
+// true). DescribeQuorumAllowed(false) answers it CLUSTER_AUTHORIZATION_FAILED,
+// as Kafka answers a principal without DESCRIBE on CLUSTER.
+func DescribeQuorumAllowed(on bool) Opt {
+	return func(c *config) { c.quorumRefused = !on }
 }

@@ -5,6 +5,10 @@
 //
 // It prints the bootstrap address (the gateways, comma separated) and the
 // cluster id. With -dump it prints every metadata record as it is committed.
+// With -native=false the brokers send no KIP-1243 header tokens and skip
+// those of requests, like Apache Kafka 4.4; they still report how far they
+// have applied the metadata log (ApiVersions' FinalizedFeaturesEpoch) and the
+// log's high watermark (DescribeQuorum), as Kafka 4.4 does.
 package main
 
 import (
@@ -42,6 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		clusterID = fs.String("cluster-id", "", "cluster id (default: random)")
 		waitMax   = fs.Duration("wait-max", localcluster.DefaultWaitMax, "how long a broker holds a request whose token it has not applied")
 		errorMode = fs.Bool("error-mode", false, "answer INCONSISTENT_METADATA at once instead of waiting")
+		native    = fs.Bool("native", true, "brokers implement KIP-1243 header tokens; -native=false behaves like Apache Kafka 4.4:\nno header tokens, but ApiVersions' FinalizedFeaturesEpoch (applied offset) and DescribeQuorum (high watermark) still report offsets")
 		code      = fs.Int("inconsistent-code", int(localcluster.DefaultInconsistentMetadataCode), "error code of INCONSISTENT_METADATA")
 		dump      = fs.Bool("dump", false, "print metadata records as they are committed")
 		verbose   = fs.Bool("v", false, "log gateway events to stderr")
@@ -62,6 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		localcluster.Lag(*lag),
 		localcluster.WaitMax(*waitMax),
 		localcluster.ErrorMode(*errorMode),
+		localcluster.Native(*native),
 		localcluster.InconsistentMetadataCode(int16(*code)),
 	}
 	if *clusterID != "" {
