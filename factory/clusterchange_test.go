@@ -73,6 +73,7 @@ func TestClusterChangeFollowed(t *testing.T) {
 	events := &eventLog{}
 	f, err := New(store, BootstrapServers(addr), RetryBackoff(20*time.Millisecond), WithObserver(events))
 	require.NoError(t, err)
+	defer f.Close()
 	p, err := NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
 	defer p.Close(context.Background())
@@ -114,6 +115,7 @@ func TestClusterChangePinned(t *testing.T) {
 
 	f, err := New(nil, BootstrapServers(addr), PinCluster("cluster-a"), RetryBackoff(20*time.Millisecond))
 	require.NoError(t, err)
+	defer f.Close()
 	p, err := NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
 	defer p.Close(context.Background())

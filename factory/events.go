@@ -31,6 +31,10 @@ const (
 	// EventClusterChanged: a rebootstrap landed on a cluster other than the
 	// one the clients knew (From) or were pinned to.
 	EventClusterChanged
+	// EventConsistencyOff: in ModeAuto or ModeEmulated, the cluster cannot
+	// support tokens made from its offsets (Err says why); the clients
+	// behave like plain franz-go where brokers send no tokens.
+	EventConsistencyOff
 )
 
 func (k EventKind) String() string {
@@ -47,6 +51,8 @@ func (k EventKind) String() string {
 		return "store-reset"
 	case EventClusterChanged:
 		return "cluster-changed"
+	case EventConsistencyOff:
+		return "consistency-off"
 	}
 	return "unknown"
 }
@@ -67,6 +73,8 @@ type Event struct {
 	Sent, BrokerAt int64
 	// From and To are cluster ids (misroute: expected and got).
 	From, To string
+	// Err is the reason of EventConsistencyOff.
+	Err error
 }
 
 // Observer receives consistency events. OnEvent is called synchronously on
@@ -124,6 +132,11 @@ func (w *wireObserver) OnTokenAdvanced(_, to consistency.Context) {
 func (w *wireObserver) OnInconsistentMetadata(addr string, key int16, sent, at int64) {
 	w.f.inconsistent.Add(1)
 	w.cfg().emit(Event{Kind: EventInconsistentMetadata, Addr: addr, APIKey: key, Sent: sent, BrokerAt: at})
+}
+
+// OnProduceInconsistentMetadata: see producer.Follow.InconsistentOn.
+func (w *wireObserver) OnProduceInconsistentMetadata(topic string, partition int32) {
+	w.f.produceMarks.Mark(topic, partition)
 }
 
 func (w *wireObserver) OnMisroute(addr, expected, got string) {

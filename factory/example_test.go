@@ -32,6 +32,7 @@ func quickStart(ctx context.Context, bootstrap string) error {
 	if err != nil {
 		return err
 	}
+	defer f.Close()
 
 	adm, err := f.Admin()
 	if err != nil {
@@ -161,6 +162,7 @@ func ExampleWithObserver() {
 	if err != nil {
 		panic(err)
 	}
+	defer f.Close()
 	adm, err := f.Admin()
 	if err != nil {
 		panic(err)

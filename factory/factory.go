@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -30,6 +32,9 @@ import (
 // ErrConfig wraps every configuration error.
 var ErrConfig = errors.New("factory: invalid configuration")
 
+// ErrClosed is returned by every constructor of a closed factory.
+var ErrClosed = errors.New("factory: closed")
+
 // Factory makes admin clients, producers and consumers that share one
 // consistency store. It is safe for concurrent use. The clients it makes
 // are independent: close each when done; the factory holds no connections.
@@ -40,7 +45,18 @@ type Factory struct {
 	stats   wireStats
 	// inconsistent counts INCONSISTENT_METADATA answers over all clients.
 	inconsistent atomic.Uint64
+	// produceMarks notes which produce partitions were answered so
+	// (producer.Follow.InconsistentOn).
+	produceMarks wire.ProduceMarks
 	learnOnce    sync.Once
+	// emu makes tokens from KRaft offsets (ModeAuto, ModeEmulated);
+	// oracle asks the cluster for it.
+	emu    *wire.Emulator
+	oracle *oracle
+	// life is held shared while a client is made and exclusively by
+	// Close, so no client is made after Close returns.
+	life   sync.RWMutex
+	closed bool
 }
 
 // New returns a factory whose clients share store; a nil store means a new
@@ -58,14 +74,43 @@ func New(store consistency.Store, opts ...Opt) (*Factory, error) {
 		return nil, err
 	}
 	f := &Factory{store: store, base: cfg}
+	if err := f.startEmulation(); err != nil {
+		return nil, err
+	}
 	f.watcher = &rebootstrap.Watcher{Store: store, OnEvent: f.rebootstrapEvent, Pin: cfg.pin}
 	f.watcher.Probe = f.probe()
 	return f, nil
 }
 
-// Close stops the factory's background cluster checks. It does not close
-// the clients the factory made; close each of them.
-func (f *Factory) Close() { f.watcher.Close() }
+// Close stops the factory's background cluster checks and waits for them
+// to return; from then on Admin, NewProducer, NewConsumer and KgoClient
+// return ErrClosed. It does not close the clients the factory made: close
+// each of them (before or after). Do not call it from an event observer,
+// which runs on the goroutine Close waits for.
+func (f *Factory) Close() {
+	f.life.Lock()
+	f.closed = true
+	f.life.Unlock()
+	f.watcher.Close()
+	if f.oracle != nil {
+		f.oracle.close()
+	}
+}
+
+// String describes the factory's base configuration. The SASL password is
+// never shown.
+func (f *Factory) String() string { return "factory.Factory" + f.base.String() }
+
+// GoString is String: %#v must not print the password either.
+func (f *Factory) GoString() string { return f.String() }
+
+// Format prints String for every verb: fmt does not call String on the
+// unexported fields %+v would otherwise print, the password among them.
+func (f *Factory) Format(s fmt.State, _ rune) { fmt.Fprint(s, f.String()) }
+
+// LogValue logs the factory as its base configuration, without the SASL
+// password.
+func (f *Factory) LogValue() slog.Value { return f.base.LogValue() }
 
 // Store returns the shared consistency store. Its context can be handed to
 // another process (see consistency.Context.Token) and merged there with
@@ -78,14 +123,15 @@ func (f *Factory) Token() consistency.Context { return f.store.Load() }
 // Stats returns counters summed over every client the factory made.
 func (f *Factory) Stats() Stats { return f.stats.snapshot() }
 
-// Admin returns an admin client; opts apply on top of the factory's.
+// Admin returns an admin client; opts apply on top of the factory's. After
+// Close it returns ErrClosed.
 //
 // kadm answers many reads from franz-go's metadata cache, which is kept for
 // MetadataMinAge (5s by default) and cannot know about tokens: a topic
 // deleted a moment ago would still be listed from it. The admin client
-// sends kadm's metadata reads to a broker (see admin/reads.go), which the
-// token keeps from answering stale, and the cache franz-go still uses to
-// route requests is kept for its minimum, 10ms.
+// sends every kadm metadata read to a broker (see the admin package doc),
+// which the token keeps from answering stale, and the cache franz-go still
+// uses to route requests is kept for its minimum, 10ms.
 func (f *Factory) Admin(opts ...Opt) (*admin.Client, error) {
 	cl, _, err := f.client(opts, []kgo.Opt{kgo.MetadataMinAge(10 * time.Millisecond)})
 	if err != nil {
@@ -115,7 +161,8 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 			cl, _, err := f.client(opts, nil)
 			return cl, err
 		},
-		Inconsistent: f.inconsistent.Load,
+		Inconsistent:   f.produceMarks.Clock,
+		InconsistentOn: f.produceMarks.At,
 	}), nil
 }
 
@@ -156,11 +203,23 @@ func (f *Factory) KgoClient(opts ...Opt) (*kgo.Client, error) {
 }
 
 func (f *Factory) client(opts []Opt, extra []kgo.Opt) (*kgo.Client, config, error) {
+	f.life.RLock()
+	defer f.life.RUnlock()
+	if f.closed {
+		return nil, config{}, ErrClosed
+	}
 	cfg := f.base.clone()
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	cl, err := f.newKgo(cfg, f.store, extra, true)
+	if cfg.mode != f.base.mode {
+		return nil, cfg, fmt.Errorf("%w: consistency.mode is a factory setting (%s); a client cannot change it to %s", ErrConfig, f.base.mode, cfg.mode)
+	}
+	store := f.store
+	if cfg.mode == ModeOff {
+		store = noTokens{}
+	}
+	cl, err := f.newKgo(cfg, store, extra, true)
 	if err != nil {
 		return nil, cfg, err
 	}
@@ -174,14 +233,15 @@ func (f *Factory) client(opts []Opt, extra []kgo.Opt) (*kgo.Client, config, erro
 // watcher's probes are not shared: they use a store of their own, which
 // stays Unknown, so they never stamp a token.
 func (f *Factory) newKgo(cfg config, store consistency.Store, extra []kgo.Opt, shared bool) (*kgo.Client, error) {
-	kopts, err := cfg.validate()
+	b, err := cfg.build()
 	if err != nil {
 		return nil, err
 	}
 	wcfg := wire.Config{
-		Store:                    store,
-		Dial:                     rebootstrap.Dialer(cfg.resolver, nil),
-		TLS:                      cfg.tls,
+		Store: store,
+		// No timeout of its own: the interceptor bounds the whole dial.
+		Dial:                     rebootstrap.Dialer(cfg.resolver, (&net.Dialer{}).DialContext),
+		TLS:                      b.tls,
 		InconsistentMetadataCode: cfg.incCode,
 		Logger:                   kgoLogger(cfg.logger),
 	}
@@ -189,31 +249,126 @@ func (f *Factory) newKgo(cfg config, store consistency.Store, extra []kgo.Opt, s
 		wcfg.Observer = &wireObserver{f: f, o: cfg.observer, log: cfg.logger, seeds: seedSet(cfg.seeds), pinned: cfg.pin != ""}
 		wcfg.ExpectedCluster = f.expected(cfg.pin)
 		wcfg.Adopt = f.adopt(cfg)
+		wcfg.Emulator = f.emu
 	}
-	ic, err := wire.New(wcfg)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	kopts = append(kopts, kgo.Dialer(ic.DialContext))
+	dial := &lateDialer{ready: make(chan struct{})}
+	kopts := append(b.opts, kgo.Dialer(dial.DialContext))
+	var rb rebootstrapOpts
 	if shared {
-		kopts = append(kopts, rebootstrap.Opts(cfg.strategy, cfg.clusterCheck, cfg.seeds, func() {
+		rb = newRebootstrapOpts(cfg.strategy, cfg.clusterCheck, cfg.seeds, func() {
 			f.stats.rebootstraps.Add(1)
 			f.watcher.Rebootstrapped()
-		})...)
-		kopts = append(kopts, kgo.WithHooks(closeHook(func() { f.stats.remove(ic) })))
+		})
+		kopts = append(kopts, kgo.WithHooks(closeHook(func() { f.stats.remove(dial.ic) })))
 	} else {
-		kopts = append(kopts, rebootstrap.Opts(rebootstrap.None, false, cfg.seeds, nil)...)
+		rb = newRebootstrapOpts(rebootstrap.None, false, cfg.seeds, nil)
 	}
+	kopts = append(kopts, rb.opts...)
 	kopts = append(kopts, extra...)
 	kopts = append(kopts, cfg.kgoOpts...)
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
+		close(dial.ready)
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	// The client has not dialed yet (lateDialer holds its dials), so a
+	// refused client leaves nothing behind but its Close.
+	if err := rb.check(cl); err != nil {
+		close(dial.ready)
+		cl.Close()
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	wcfg.DialTimeout, _ = cl.OptValue(kgo.DialTimeout).(time.Duration)
+	ic, err := wire.New(wcfg)
+	if err != nil {
+		close(dial.ready)
+		cl.Close()
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	if shared {
 		f.stats.add(ic)
 	}
+	dial.ic = ic
+	close(dial.ready)
 	return cl, nil
+}
+
+// lateDialer holds a client's dials until the client is built. kgo applies
+// its DialTimeout only to its own dialer and hands a custom one a context
+// without a deadline, so the interceptor is made with the DialTimeout the
+// built client reports, a kgo.DialTimeout in KgoOpts included. NewClient
+// never waits for a dial.
+type lateDialer struct {
+	ready chan struct{}
+	ic    *wire.Interceptor // set before ready closes; nil if the client was refused
+}
+
+func (d *lateDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	select {
+	case <-d.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if d.ic == nil {
+		return nil, kgo.ErrClientClosed
+	}
+	return d.ic.DialContext(ctx, network, addr)
+}
+
+// apiVersionsKey is the request key of ApiVersions; v5 is the first that
+// names the cluster and node the client expects (KIP-1242).
+const apiVersionsKey = 18
+
+// rebootstrapOpts are the kgo options that enforce a recovery strategy and
+// the cluster check, with what is needed to verify, once the client is
+// built, that no option in KgoOpts replaced them.
+type rebootstrapOpts struct {
+	opts []kgo.Opt
+	// capped: the cluster check is off, by capping ApiVersions at v4.
+	capped bool
+	// hook is the OnRebootstrapRequired installed; nil: none.
+	hook func() ([]string, error)
+}
+
+func newRebootstrapOpts(strategy rebootstrap.Strategy, clusterCheck bool, seeds []string, onRequired func()) rebootstrapOpts {
+	var r rebootstrapOpts
+	if strategy == rebootstrap.None || !clusterCheck {
+		v := kversion.Stable()
+		v.SetMaxKeyVersion(apiVersionsKey, 4)
+		r.capped = true
+		r.opts = append(r.opts, kgo.MaxVersions(v))
+	}
+	if strategy == rebootstrap.Rebootstrap {
+		seeds := append([]string(nil), seeds...)
+		r.hook = func() ([]string, error) {
+			if onRequired != nil {
+				onRequired()
+			}
+			// Host names go back unresolved: the dialer resolves them
+			// again, so a moved DNS name is followed.
+			return seeds, nil
+		}
+		r.opts = append(r.opts, kgo.OnRebootstrapRequired(r.hook))
+	}
+	return r
+}
+
+// check reports a KgoOpts option that replaced one of r's in cl.
+func (r rebootstrapOpts) check(cl *kgo.Client) error {
+	var errs []error
+	if r.capped {
+		mv, _ := cl.OptValue(kgo.MaxVersions).(*kversion.Versions)
+		if v, ok := mv.LookupMaxKeyVersion(apiVersionsKey); mv == nil || !ok || v > 4 {
+			errs = append(errs, errors.New("KgoOpts: kgo.MaxVersions allows ApiVersions v5, which turns the cluster check back on; with ClusterCheck(false) or RecoveryStrategy(None) cap key 18 at 4 (SetMaxKeyVersion(18, 4))"))
+		}
+	}
+	got, _ := cl.OptValue(kgo.OnRebootstrapRequired).(func() ([]string, error))
+	// A func value can only be compared by its code: a closure made
+	// elsewhere than newRebootstrapOpts has other code.
+	if (got == nil) != (r.hook == nil) || got != nil && reflect.ValueOf(got).Pointer() != reflect.ValueOf(r.hook).Pointer() {
+		errs = append(errs, errors.New("KgoOpts: kgo.OnRebootstrapRequired would replace the factory's, which resets the consistency store and reports rebootstraps; use WithObserver to hear about rebootstraps"))
+	}
+	return errors.Join(errs...)
 }
 
 // probe asks the factory's bootstrap servers for their cluster id without a
@@ -293,6 +448,20 @@ func (f *Factory) rebootstrapEvent(ev rebootstrap.Event) {
 
 // validate checks cfg and translates it to franz-go options.
 func (c *config) validate() ([]kgo.Opt, error) {
+	b, err := c.build()
+	return b.opts, err
+}
+
+// built is a checked config: the franz-go options and the TLS config the
+// interceptor dials with (nil: plaintext).
+type built struct {
+	opts []kgo.Opt
+	tls  *tls.Config
+}
+
+// build checks c and translates it. It leaves c untouched: c may be a
+// factory's base, shared by every client it makes.
+func (c *config) build() (built, error) {
 	errs := append([]error(nil), c.errs...)
 	if len(c.seeds) == 0 {
 		errs = append(errs, errors.New("bootstrap.servers: required, none given"))
@@ -375,20 +544,21 @@ func (c *config) validate() ([]kgo.Opt, error) {
 	if l := kgoLogger(c.logger); l != nil {
 		opts = append(opts, kgo.WithLogger(l))
 	}
-	secOpts, err := c.security()
+	secOpts, tlsCfg, err := c.security()
 	if err != nil {
 		errs = append(errs, err)
 	}
 	opts = append(opts, secOpts...)
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+		return built{}, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}
-	return opts, nil
+	return built{opts: opts, tls: tlsCfg}, nil
 }
 
 // security checks security.protocol, SASL and TLS settings together and
-// loads certificate files. It may set c.tls.
-func (c *config) security() ([]kgo.Opt, error) {
+// loads certificate files. It returns the TLS config to dial with: a new
+// one, or a clone of c.tls, which is the caller's and never modified.
+func (c *config) security() ([]kgo.Opt, *tls.Config, error) {
 	wantTLS := c.secProt == "SSL" || c.secProt == "SASL_SSL"
 	wantSASL := c.secProt == "SASL_PLAINTEXT" || c.secProt == "SASL_SSL"
 	var opts []kgo.Opt
@@ -396,56 +566,57 @@ func (c *config) security() ([]kgo.Opt, error) {
 		var m sasl.Mechanism
 		switch c.sasl.mechanism {
 		case "PLAIN":
-			m = plain.Auth{User: c.sasl.user, Pass: c.sasl.pass}.AsMechanism()
+			m = plain.Auth{User: c.sasl.user, Pass: string(c.sasl.pass)}.AsMechanism()
 		case "SCRAM-SHA-256":
-			m = scram.Auth{User: c.sasl.user, Pass: c.sasl.pass}.AsSha256Mechanism()
+			m = scram.Auth{User: c.sasl.user, Pass: string(c.sasl.pass)}.AsSha256Mechanism()
 		case "SCRAM-SHA-512":
-			m = scram.Auth{User: c.sasl.user, Pass: c.sasl.pass}.AsSha512Mechanism()
+			m = scram.Auth{User: c.sasl.user, Pass: string(c.sasl.pass)}.AsSha512Mechanism()
 		case "":
-			return nil, fmt.Errorf("sasl.mechanism: required with security.protocol=%s (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", c.secProt)
+			return nil, nil, fmt.Errorf("sasl.mechanism: required with security.protocol=%s (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", c.secProt)
 		default:
-			return nil, fmt.Errorf("sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", c.sasl.mechanism)
+			return nil, nil, fmt.Errorf("sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", c.sasl.mechanism)
 		}
 		if c.sasl.user == "" {
-			return nil, errors.New("sasl.username: required with SASL")
+			return nil, nil, errors.New("sasl.username: required with SASL")
 		}
 		opts = append(opts, kgo.SASL(m))
 	} else if c.sasl.mechanism != "" {
-		return nil, fmt.Errorf("sasl.mechanism: set, but security.protocol=%s does not use SASL", c.secProt)
+		return nil, nil, fmt.Errorf("sasl.mechanism: set, but security.protocol=%s does not use SASL", c.secProt)
 	}
 	if !wantTLS {
 		if c.sslCA != "" || c.sslCert != "" || c.sslKey != "" || c.tls != nil {
-			return nil, fmt.Errorf("security.protocol: %s, but TLS settings are given (use SSL or SASL_SSL)", c.secProt)
+			return nil, nil, fmt.Errorf("security.protocol: %s, but TLS settings are given (use SSL or SASL_SSL)", c.secProt)
 		}
-		return opts, nil
+		return opts, nil, nil
 	}
+	var cfg *tls.Config
 	if c.tls == nil {
-		c.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
 	} else {
-		c.tls = c.tls.Clone()
+		cfg = c.tls.Clone()
 	}
 	if c.sslCA != "" {
 		pem, err := os.ReadFile(c.sslCA)
 		if err != nil {
-			return nil, fmt.Errorf("ssl.ca.location: %v", err)
+			return nil, nil, fmt.Errorf("ssl.ca.location: %v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ssl.ca.location: %s holds no PEM certificate", c.sslCA)
+			return nil, nil, fmt.Errorf("ssl.ca.location: %s holds no PEM certificate", c.sslCA)
 		}
-		c.tls.RootCAs = pool
+		cfg.RootCAs = pool
 	}
 	if (c.sslCert == "") != (c.sslKey == "") {
-		return nil, errors.New("ssl.certificate.location and ssl.key.location: give both or neither")
+		return nil, nil, errors.New("ssl.certificate.location and ssl.key.location: give both or neither")
 	}
 	if c.sslCert != "" {
 		pair, err := tls.LoadX509KeyPair(c.sslCert, c.sslKey)
 		if err != nil {
-			return nil, fmt.Errorf("ssl.certificate.location: %v", err)
+			return nil, nil, fmt.Errorf("ssl.certificate.location: %v", err)
 		}
-		c.tls.Certificates = []tls.Certificate{pair}
+		cfg.Certificates = []tls.Certificate{pair}
 	}
-	return opts, nil
+	return opts, cfg, nil
 }
 
 // kgoLogger adapts a slog logger to franz-go's Logger.

@@ -99,6 +99,7 @@ func TestMisrouteTwoClusters(t *testing.T) {
 			f, err := New(nil, BootstrapServers(realA), ClusterCheck(check), RetryBackoff(50*time.Millisecond),
 				KgoOpts(kgo.UnknownTopicRetries(1)))
 			require.NoError(t, err)
+			defer f.Close()
 			p, err := NewProducer(f, producer.String(), producer.String())
 			require.NoError(t, err)
 			defer p.Close(context.Background())

@@ -54,12 +54,43 @@ type config struct {
 	incCode  int16
 	pin      string
 	resolver rebootstrap.Resolver
+	mode     ConsistencyMode
 	errs     []error
 }
 
 type saslConfig struct {
-	mechanism, user, pass string
+	mechanism, user string
+	pass            secret
 }
+
+// String shows the mechanism and user; the password only as redacted.
+func (s saslConfig) String() string {
+	return fmt.Sprintf("sasl.mechanism=%s sasl.username=%s sasl.password=%s", s.mechanism, s.user, s.pass)
+}
+
+// Format prints String for every verb: fmt calls no method of an
+// unexported field, so printing the struct would show the password.
+func (s saslConfig) Format(f fmt.State, _ rune) { fmt.Fprint(f, s.String()) }
+
+// LogValue logs what String shows.
+func (s saslConfig) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("mechanism", s.mechanism), slog.String("username", s.user), slog.Any("password", s.pass))
+}
+
+// secret is a password. It prints as "[redacted]" with every fmt verb and
+// in slog and JSON. fmt calls no method of an unexported field, so the
+// types that hold one (saslConfig, config, Factory) redact themselves too.
+type secret string
+
+const redacted = "[redacted]"
+
+func (secret) String() string             { return redacted }
+func (secret) GoString() string           { return `"` + redacted + `"` }
+func (secret) LogValue() slog.Value       { return slog.StringValue(redacted) }
+func (secret) Format(f fmt.State, _ rune) { fmt.Fprint(f, redacted) }
+
+// MarshalText keeps encoding/json and friends from writing the secret out.
+func (secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 
 func defaultConfig() config {
 	return config{
@@ -82,6 +113,38 @@ func (c config) clone() config {
 		c.idempotence = &v
 	}
 	return c
+}
+
+// String shows the connection settings of c; never the SASL password.
+func (c config) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{bootstrap.servers=%s security.protocol=%s", strings.Join(c.seeds, ","), c.secProt)
+	if c.sasl != (saslConfig{}) {
+		fmt.Fprintf(&b, " %s", c.sasl)
+	}
+	if c.pin != "" {
+		fmt.Fprintf(&b, " cluster=%s", c.pin)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// Format prints String for every verb; see secret.
+func (c config) Format(f fmt.State, _ rune) { fmt.Fprint(f, c.String()) }
+
+// LogValue logs what String shows.
+func (c config) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.String("bootstrap.servers", strings.Join(c.seeds, ",")),
+		slog.String("security.protocol", c.secProt),
+	}
+	if c.sasl != (saslConfig{}) {
+		attrs = append(attrs, slog.Any("sasl", c.sasl))
+	}
+	if c.pin != "" {
+		attrs = append(attrs, slog.String("cluster", c.pin))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 func (c *config) fail(format string, args ...any) {
@@ -222,12 +285,21 @@ func IsolationLevel(level string) Opt {
 
 // SecurityProtocol sets security.protocol: PLAINTEXT (default), SSL,
 // SASL_PLAINTEXT or SASL_SSL. TLS and SASL also set it, so it is only
-// needed to say SSL without a custom tls.Config (system roots are used).
+// needed to say SSL without a custom tls.Config (system roots are used), or
+// to turn a layer off: a protocol without TLS drops the TLS settings given
+// before it, one without SASL drops the SASL ones, so that one client can
+// say SecurityProtocol("PLAINTEXT") over a factory configured for SSL.
 func SecurityProtocol(p string) Opt {
 	return opt(func(c *config) {
 		switch v := strings.ToUpper(strings.TrimSpace(p)); v {
 		case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
 			c.secProt = v
+			if !strings.HasSuffix(v, "SSL") {
+				c.tls, c.sslCA, c.sslCert, c.sslKey = nil, "", "", ""
+			}
+			if !strings.HasPrefix(v, "SASL") {
+				c.sasl = saslConfig{}
+			}
 		default:
 			c.fail("security.protocol: %q is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL", p)
 		}
@@ -255,7 +327,7 @@ func TLS(cfg *tls.Config) Opt {
 // security.protocol becomes SASL_PLAINTEXT, or SASL_SSL with TLS.
 func SASL(mechanism, username, password string) Opt {
 	return opt(func(c *config) {
-		c.sasl = saslConfig{strings.ToUpper(strings.TrimSpace(mechanism)), username, password}
+		c.sasl = saslConfig{strings.ToUpper(strings.TrimSpace(mechanism)), username, secret(password)}
 		if strings.HasSuffix(c.secProt, "SSL") {
 			c.secProt = "SASL_SSL"
 		} else {
@@ -275,6 +347,18 @@ func WithObserver(o Observer) Opt { return opt(func(c *config) { c.observer = o 
 // factory sets. The escape hatch for what has no factory option; it can undo
 // the consistency guarantee (e.g. a kgo.Dialer of your own replaces the one
 // that stamps tokens), so use it with care.
+//
+// Two options that would silently undo a factory setting are refused when
+// the client is built, with an error wrapping ErrConfig that names them:
+//   - kgo.OnRebootstrapRequired: the factory's own hook resets the store
+//     and reports the rebootstrap; use WithObserver to hear about it.
+//   - kgo.MaxVersions allowing ApiVersions v5 or later while the cluster
+//     check is off (ClusterCheck(false) or RecoveryStrategy(None)): the
+//     check is turned off by capping ApiVersions at v4, so cap key 18 at 4
+//     in your versions too (kversion.Versions.SetMaxKeyVersion(18, 4)).
+//
+// A kgo.DialTimeout is honoured: it bounds each dial, TLS handshake
+// included (zero keeps kgo's default, 10s).
 func KgoOpts(opts ...kgo.Opt) Opt {
 	return opt(func(c *config) { c.kgoOpts = append(c.kgoOpts, opts...) })
 }

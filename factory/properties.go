@@ -2,8 +2,10 @@ package factory
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -17,14 +19,23 @@ import (
 type property struct {
 	accepted string // what the key accepts, for error messages
 	parse    func(v string) (Opt, error)
+	// secret: errors must not show the value.
+	secret bool
 }
+
+// maxMs is the largest number of milliseconds a time.Duration holds.
+const maxMs = int64(math.MaxInt64 / time.Millisecond)
 
 func msProperty(key string, min int64, build func(time.Duration) Opt) property {
 	return property{
 		accepted: fmt.Sprintf("an integer number of milliseconds >= %d", min),
 		parse: func(v string) (Opt, error) {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil || n < min {
+			t := strings.TrimSpace(v)
+			n, err := strconv.ParseInt(t, 10, 64)
+			switch {
+			case err == nil && n > maxMs, errors.Is(err, strconv.ErrRange) && t[0] != '-':
+				return nil, fmt.Errorf("%s: %q is more than the maximum, %d (about 292 years)", key, v, maxMs)
+			case err != nil || n < min:
 				return nil, fmt.Errorf("%s: %q is not an integer number of milliseconds >= %d", key, v, min)
 			}
 			return build(time.Duration(n) * time.Millisecond), nil
@@ -89,6 +100,10 @@ var properties = map[string]property{
 		}
 		return BootstrapServers(seeds...), nil
 	}},
+	"consistency.mode": enumProperty("consistency.mode", []string{"auto", "native", "emulated", "off"}, func(s string) Opt {
+		m, _ := ParseConsistencyMode(s)
+		return Consistency(m)
+	}),
 	"client.id": stringProperty("client.id", func(s string) Opt { return ClientID(s) }),
 	"metadata.recovery.strategy": enumProperty("metadata.recovery.strategy", []string{"rebootstrap", "none"}, func(s string) Opt {
 		st, _ := rebootstrap.ParseStrategy(s)
@@ -106,13 +121,13 @@ var properties = map[string]property{
 	"isolation.level":               enumProperty("isolation.level", []string{"read_uncommitted", "read_committed"}, IsolationLevel),
 	"security.protocol":             enumProperty("security.protocol", []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, SecurityProtocol),
 	// Only the mechanism: the protocol comes from security.protocol, which
-	// properties always name, and keys are applied in sorted order.
+	// FromProperties requires with any sasl.* key and applies first.
 	"sasl.mechanism": enumProperty("sasl.mechanism", []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, func(s string) Opt {
 		return opt(func(c *config) { c.sasl.mechanism = s })
 	}),
 	"sasl.username": stringProperty("sasl.username", func(s string) Opt { return opt(func(c *config) { c.sasl.user = s }) }),
-	"sasl.password": {accepted: "a string", parse: func(v string) (Opt, error) {
-		return opt(func(c *config) { c.sasl.pass = v }), nil
+	"sasl.password": {accepted: "a string", secret: true, parse: func(v string) (Opt, error) {
+		return opt(func(c *config) { c.sasl.pass = secret(v) }), nil
 	}},
 	"ssl.ca.location":          stringProperty("ssl.ca.location", func(s string) Opt { return opt(func(c *config) { c.sslCA = s }) }),
 	"ssl.certificate.location": stringProperty("ssl.certificate.location", func(s string) Opt { return opt(func(c *config) { c.sslCert = s }) }),
@@ -132,13 +147,23 @@ func PropertyKeys() []string {
 
 // FromProperties turns Java-style client properties into options. Unknown
 // keys and bad values are errors that name the key and what it accepts; all
-// of them are reported, not just the first.
+// of them are reported, not just the first. sasl.* keys need a SASL
+// security.protocol and ssl.* keys an SSL one: the Java client would ignore
+// them, leaving a connection without the authentication or encryption the
+// file asks for. Errors never show the value of sasl.password.
 func FromProperties(props map[string]string) ([]Opt, error) {
 	keys := make([]string, 0, len(props))
 	for k := range props {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	// security.protocol first: it drops TLS or SASL settings given before
+	// it (see SecurityProtocol).
+	sort.Slice(keys, func(i, j int) bool {
+		if (keys[i] == "security.protocol") != (keys[j] == "security.protocol") {
+			return keys[i] == "security.protocol"
+		}
+		return keys[i] < keys[j]
+	})
 	var opts []Opt
 	var errs []string
 	for _, k := range keys {
@@ -149,15 +174,49 @@ func FromProperties(props map[string]string) ([]Opt, error) {
 		}
 		o, err := p.parse(props[k])
 		if err != nil {
-			errs = append(errs, err.Error()+" (accepted: "+p.accepted+")")
+			msg := err.Error()
+			if p.secret {
+				msg = k + ": bad value"
+			}
+			errs = append(errs, msg+" (accepted: "+p.accepted+")")
 			continue
 		}
 		opts = append(opts, o)
 	}
+	errs = append(errs, protocolErrors(props, keys)...)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrConfig, strings.Join(errs, "; "))
 	}
 	return opts, nil
+}
+
+// protocolErrors reports sasl.* and ssl.* keys that security.protocol does
+// not use; keys is sorted.
+func protocolErrors(props map[string]string, keys []string) []string {
+	prot, named := props["security.protocol"]
+	prot = strings.ToUpper(strings.TrimSpace(prot))
+	if !named {
+		prot = "not set (PLAINTEXT)"
+	}
+	var errs []string
+	for _, layer := range []struct{ prefix, a, b string }{
+		{"sasl.", "SASL_PLAINTEXT", "SASL_SSL"},
+		{"ssl.", "SSL", "SASL_SSL"},
+	} {
+		if prot == layer.a || prot == layer.b {
+			continue
+		}
+		var given []string
+		for _, k := range keys {
+			if strings.HasPrefix(k, layer.prefix) {
+				given = append(given, k)
+			}
+		}
+		if len(given) > 0 {
+			errs = append(errs, fmt.Sprintf("%s: given, but security.protocol is %s; they need %s or %s", strings.Join(given, ", "), prot, layer.a, layer.b))
+		}
+	}
+	return errs
 }
 
 // LoadProperties reads a Java .properties file and returns its options; see
@@ -178,16 +237,22 @@ func LoadProperties(path string) ([]Opt, error) {
 // ParseProperties reads the Java .properties format: "key=value",
 // "key: value" or "key value" lines; '#' and '!' comments; a trailing
 // backslash continues a line; \t \n \r \f \uXXXX and escaped separators are
-// unescaped. A key given twice keeps its last value, as in Java.
+// unescaped; a leading UTF-8 byte order mark is skipped. A key given twice
+// keeps its last value, as in Java. Errors name the line and the key but
+// never show a value, which may be a password. Lines are limited to 1 MiB.
 func ParseProperties(r io.Reader) (map[string]string, error) {
 	props := map[string]string{}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
 	lineNo := 0
 	var logical strings.Builder
 	for sc.Scan() {
 		lineNo++
-		line := strings.TrimLeft(sc.Text(), " \t\f")
+		text := sc.Text()
+		if lineNo == 1 {
+			text = strings.TrimPrefix(text, "\uFEFF")
+		}
+		line := strings.TrimLeft(text, " \t\f")
 		if logical.Len() == 0 && (line == "" || line[0] == '#' || line[0] == '!') {
 			continue
 		}
@@ -204,7 +269,10 @@ func ParseProperties(r io.Reader) (map[string]string, error) {
 		props[k] = v
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%w: line %d: longer than %d bytes", ErrConfig, lineNo+1, maxLine)
+		}
+		return nil, fmt.Errorf("%w: line %d: %v", ErrConfig, lineNo+1, err)
 	}
 	if logical.Len() > 0 {
 		k, v, err := splitProperty(logical.String())
@@ -216,6 +284,9 @@ func ParseProperties(r io.Reader) (map[string]string, error) {
 	return props, nil
 }
 
+// maxLine bounds a line of a .properties file.
+const maxLine = 1 << 20
+
 // continues reports whether line ends in an odd number of backslashes.
 func continues(line string) bool {
 	n := 0
@@ -225,6 +296,8 @@ func continues(line string) bool {
 	return n%2 == 1
 }
 
+// splitProperty splits a logical line into its unescaped key and value.
+// Its errors show neither.
 func splitProperty(line string) (string, string, error) {
 	var key strings.Builder
 	i := 0
@@ -233,7 +306,7 @@ func splitProperty(line string) (string, string, error) {
 		if ch == '\\' && i+1 < len(line) {
 			r, w, err := unescape(line[i:])
 			if err != nil {
-				return "", "", err
+				return "", "", fmt.Errorf("key: %v", err)
 			}
 			key.WriteString(r)
 			i += w
@@ -245,6 +318,9 @@ func splitProperty(line string) (string, string, error) {
 		key.WriteByte(ch)
 		i++
 	}
+	if key.Len() == 0 {
+		return "", "", errors.New("no key before the value")
+	}
 	rest := strings.TrimLeft(line[i:], " \t\f")
 	if rest != "" && (rest[0] == '=' || rest[0] == ':') {
 		rest = strings.TrimLeft(rest[1:], " \t\f")
@@ -254,7 +330,7 @@ func splitProperty(line string) (string, string, error) {
 		if rest[j] == '\\' && j+1 < len(rest) {
 			r, w, err := unescape(rest[j:])
 			if err != nil {
-				return "", "", err
+				return "", "", fmt.Errorf("value of %q: %v", key.String(), err)
 			}
 			val.WriteString(r)
 			j += w
@@ -263,13 +339,11 @@ func splitProperty(line string) (string, string, error) {
 		val.WriteByte(rest[j])
 		j++
 	}
-	if key.Len() == 0 {
-		return "", "", fmt.Errorf("no key in %q", line)
-	}
 	return key.String(), val.String(), nil
 }
 
-// unescape decodes the escape at the start of s (s[0] is a backslash).
+// unescape decodes the escape at the start of s (s[0] is a backslash). Its
+// errors do not quote s: it may be part of a password.
 func unescape(s string) (string, int, error) {
 	switch c := s[1]; c {
 	case 't':
@@ -282,11 +356,11 @@ func unescape(s string) (string, int, error) {
 		return "\f", 2, nil
 	case 'u':
 		if len(s) < 6 {
-			return "", 0, fmt.Errorf("truncated \\u escape in %q", s)
+			return "", 0, errors.New("\\u escape with fewer than 4 hex digits")
 		}
 		n, err := strconv.ParseUint(s[2:6], 16, 16)
 		if err != nil {
-			return "", 0, fmt.Errorf("bad \\u escape %q", s[:6])
+			return "", 0, errors.New("\\u escape not followed by 4 hex digits")
 		}
 		return string(rune(n)), 6, nil
 	default:

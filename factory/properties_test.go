@@ -31,6 +31,7 @@ func TestPropertiesEveryKey(t *testing.T) {
 	cfg := apply(t, map[string]string{
 		"bootstrap.servers":             "a:9092, b:9093",
 		"client.id":                     "svc",
+		"consistency.mode":              "emulated",
 		"metadata.recovery.strategy":    "NONE",
 		"metadata.cluster.check.enable": "false",
 		"request.timeout.ms":            "1500",
@@ -52,6 +53,7 @@ func TestPropertiesEveryKey(t *testing.T) {
 	})
 	require.Equal(t, []string{"a:9092", "b:9093"}, cfg.seeds)
 	require.Equal(t, "svc", cfg.clientID)
+	require.Equal(t, ModeEmulated, cfg.mode)
 	require.Equal(t, rebootstrap.None, cfg.strategy)
 	require.False(t, cfg.clusterCheck)
 	require.Equal(t, 1500*time.Millisecond, cfg.requestTimeout)
@@ -68,7 +70,7 @@ func TestPropertiesEveryKey(t *testing.T) {
 	require.Equal(t, filepath.Join(dir, "ca.pem"), cfg.sslCA)
 	require.Equal(t, filepath.Join(dir, "c.pem"), cfg.sslCert)
 	require.Equal(t, filepath.Join(dir, "k.pem"), cfg.sslKey)
-	require.Len(t, PropertyKeys(), 20, "every documented key is tested above")
+	require.Len(t, PropertyKeys(), 21, "every documented key is tested above")
 }
 
 func TestPropertiesBadValues(t *testing.T) {
@@ -159,7 +161,7 @@ func TestValidate(t *testing.T) {
 		"no seeds":              {nil, "bootstrap.servers: required"},
 		"idempotence needs all": {[]Opt{BootstrapServers("a:1"), Acks("1"), Idempotence(true)}, "enable.idempotence"},
 		"sasl without mech":     {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.secProt = "SASL_PLAINTEXT" })}, "sasl.mechanism: required"},
-		"sasl without protocol": {[]Opt{BootstrapServers("a:1"), SASL("PLAIN", "u", "p"), SecurityProtocol("PLAINTEXT")}, "sasl.mechanism: set"},
+		"sasl without protocol": {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.sasl.mechanism = "PLAIN" })}, "sasl.mechanism: set"},
 		"bad protocol option":   {[]Opt{BootstrapServers("a:1"), SecurityProtocol("TLS")}, "security.protocol"},
 		"tls files on plain":    {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.sslCA = "x" })}, "security.protocol"},
 		"missing ca file":       {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.secProt = "SSL"; c.sslCA = "/nonexistent/ca.pem" })}, "ssl.ca.location"},

@@ -52,6 +52,7 @@ func TestBootstrapNameResolvedAgain(t *testing.T) {
 	}
 	f, err := New(nil, BootstrapServers(fmt.Sprintf("kafka.test:%d", port)), Resolver(resolve), RetryBackoff(20*time.Millisecond))
 	require.NoError(t, err)
+	defer f.Close()
 	p, err := NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
 	defer p.Close(context.Background())
