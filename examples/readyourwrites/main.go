@@ -228,10 +228,20 @@ func (c *requestCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _
 	}
 }
 
+// adminClient is what a flow asks of an admin client: *kadm.Client for the
+// plain flow, *admin.Client (which reads past franz-go's metadata cache) for
+// the factory's.
+type adminClient interface {
+	CreateTopic(ctx context.Context, partitions int32, replicationFactor int16, configs map[string]*string, topic string) (kadm.CreateTopicResponse, error)
+	DeleteTopics(ctx context.Context, topics ...string) (kadm.DeleteTopicResponses, error)
+	ListTopics(ctx context.Context, topics ...string) (kadm.TopicDetails, error)
+	ListEndOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)
+}
+
 // clients are the operations a flow needs, made either by a factory or
 // plainly.
 type clients struct {
-	admin   *kadm.Client
+	admin   adminClient
 	produce func(ctx context.Context, topic, key, value string) error
 	// consume polls topic from the start until want distinct keys arrived
 	// or wait passed, reporting fetch errors to onErr.
@@ -256,7 +266,7 @@ func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string)
 		return nil, err
 	}
 	c := clients{
-		admin: adm.Client,
+		admin: adm,
 		produce: func(ctx context.Context, topic, key, value string) error {
 			_, err := p.Produce(ctx, producer.Record[string, string]{Topic: topic, Key: key, Value: value})
 			return err
@@ -417,7 +427,7 @@ func flow(ctx context.Context, s settings, name, prefix string, c clients) (*res
 	return r, nil
 }
 
-func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32) error {
+func createTopic(ctx context.Context, adm adminClient, topic string, partitions int32) error {
 	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
 	if err != nil {
 		return err
@@ -427,7 +437,7 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 
 // describe reads topic the way a dashboard would, right after creating it,
 // and records every answer that does not show it as created.
-func describe(ctx context.Context, adm *kadm.Client, topic string, partitions int, r *result) {
+func describe(ctx context.Context, adm adminClient, topic string, partitions int, r *result) {
 	topics, err := adm.ListTopics(ctx, topic)
 	switch {
 	case err != nil:

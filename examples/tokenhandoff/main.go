@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = created.Err
 	}
 	if err != nil {
-		return fmt.Errorf("A: create %s: %w", topic, err)
+		return fmt.Errorf("service A: create %s: %w", topic, err)
 	}
 	token := fA.Token().Token()
 	fmt.Fprintf(stdout, "A: created topic %q (3 partitions); its token is %s (%s)\n", topic, token, fA.Token())
@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if status != http.StatusOK {
-		return fmt.Errorf("B answered %d: %s", status, answer)
+		return fmt.Errorf("service B answered %d: %s", status, answer)
 	}
 	fmt.Fprintf(stdout, "A → B  POST /subscriptions/%s with %s: %s\n       B: %s\n", topic, TokenHeader, token, answer)
 	fmt.Fprintf(stdout, "       (%v: a broker held B's requests until it had applied A's create)\n", time.Since(start).Round(10*time.Millisecond))
@@ -133,7 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer p.Close(context.Background())
 	for i := range 3 {
 		if _, err := p.Produce(ctx, producer.Record[string, string]{Topic: topic, Key: fmt.Sprint(i), Value: fmt.Sprint("order-", i)}); err != nil {
-			return fmt.Errorf("A: produce: %w", err)
+			return fmt.Errorf("service A: produce: %w", err)
 		}
 	}
 	fmt.Fprintf(stdout, "A: produced 3 records to %q\n", topic)
@@ -142,7 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sort.Strings(got) // three partitions: arrival order varies
 	fmt.Fprintf(stdout, "B: consumed %d records: %s\n", len(got), strings.Join(got, " "))
 	if err != nil {
-		return fmt.Errorf("B: %w", err)
+		return fmt.Errorf("service B: %w", err)
 	}
 	fmt.Fprintln(stdout, "OK: B read what A wrote, carried by the token alone.")
 	return nil

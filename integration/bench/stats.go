@@ -35,14 +35,6 @@ func spreadOf(xs []float64) spread {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func durationsMs(ds []time.Duration) []float64 {
-	out := make([]float64, len(ds))
-	for i, d := range ds {
-		out[i] = ms(d)
-	}
-	return out
-}
-
 // bootstrapCI returns a 95% percentile bootstrap interval of stat over n
 // units (rounds): stat gets the indices of a resample with replacement.
 // The generator is seeded, so a report is reproducible from its data.
