@@ -1,0 +1,240 @@
+package realkafka
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/producer"
+)
+
+// rywSide is one way of talking to the cluster: the factory's clients, or
+// plain franz-go. It counts the broker answers that did not show a write
+// the same side had just made.
+type rywSide struct {
+	name  string
+	adm   rywAdmin
+	kgo   *kgo.Client
+	reads map[string]int // broker answers read, by operation
+	stale map[string]int // answers that did not show the write
+}
+
+// rywAdmin is what the test asks of an admin client: kadm's calls, which
+// the factory's admin.Client offers too.
+type rywAdmin interface {
+	CreateTopic(ctx context.Context, partitions int32, replicationFactor int16, configs map[string]*string, topic string) (kadm.CreateTopicResponse, error)
+	ListTopics(ctx context.Context, topics ...string) (kadm.TopicDetails, error)
+	CreatePartitions(ctx context.Context, add int, topics ...string) (kadm.CreatePartitionsResponses, error)
+	AlterTopicConfigs(ctx context.Context, configs []kadm.AlterConfig, topics ...string) (kadm.AlterConfigsResponses, error)
+	DeleteTopic(ctx context.Context, topic string) (kadm.DeleteTopicResponse, error)
+}
+
+func (s *rywSide) saw(op string, fresh bool) {
+	s.reads[op]++
+	if !fresh {
+		s.stale[op]++
+	}
+}
+
+func (s *rywSide) staleTotal() int {
+	n := 0
+	for _, v := range s.stale {
+		n += v
+	}
+	return n
+}
+
+// topicOn asks broker id for topic's metadata: whether it knows the topic,
+// and with how many partitions.
+func topicOn(ctx context.Context, cl *kgo.Client, id int32, topic string) (bool, int, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
+	if err != nil {
+		return false, 0, err
+	}
+	for _, t := range resp.Topics {
+		if t.Topic != nil && *t.Topic == topic {
+			if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+				if err == kerr.UnknownTopicOrPartition {
+					return false, 0, nil
+				}
+				return false, 0, err
+			}
+			return true, len(t.Partitions), nil
+		}
+	}
+	return false, 0, nil
+}
+
+// configOn asks broker id for the value of topic's config key.
+func configOn(ctx context.Context, cl *kgo.Client, id int32, topic, key string) (string, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType = kmsg.ConfigResourceTypeTopic
+	r.ResourceName = topic
+	r.ConfigNames = []string{key}
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
+	if err != nil {
+		return "", err
+	}
+	for _, res := range resp.Resources {
+		if err := kerr.ErrorForCode(res.ErrorCode); err != nil {
+			return "", nil // a broker that does not know the topic yet
+		}
+		for _, c := range res.Configs {
+			if c.Name == key && c.Value != nil {
+				return *c.Value, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// TestReadYourWritesOnKafka44 makes metadata writes on three real Kafka
+// nodes and reads each back at once from every broker: through a factory
+// (ModeAuto: tokens made from KRaft's offsets, since Kafka 4.4 sends none)
+// no answer may be stale; plain franz-go in the same run shows what the
+// factory prevents.
+func TestReadYourWritesOnKafka44(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Nodes(3))
+	ctx := testCtx(t, 5*time.Minute)
+	ids := c.NodeIDs()
+
+	var offs []factory.Event
+	f, err := factory.New(nil, factory.BootstrapServers(c.BootstrapAddrs()...), factory.ClientID("ryw"),
+		factory.AutoOffsetReset("earliest"),
+		factory.WithObserver(factory.ObserverFunc(func(ev factory.Event) {
+			if ev.Kind == factory.EventConsistencyOff {
+				offs = append(offs, ev)
+			}
+		})))
+	require.NoError(t, err)
+	defer f.Close()
+	fadm, err := f.Admin()
+	require.NoError(t, err)
+	defer fadm.Close()
+	fkgo, err := f.KgoClient()
+	require.NoError(t, err)
+	defer fkgo.Close()
+	plain := plainClient(t, c)
+
+	sides := []*rywSide{
+		{name: "factory", adm: fadm, kgo: fkgo},
+		{name: "plain kgo", adm: kadm.NewClient(plain), kgo: plain},
+	}
+	for _, s := range sides {
+		s.reads, s.stale = map[string]int{}, map[string]int{}
+	}
+	readAll := func(s *rywSide, op, topic string, want func(known bool, parts int) bool) {
+		for _, id := range ids {
+			known, parts, err := topicOn(ctx, s.kgo, id, topic)
+			require.NoError(t, err, "%s: %s: Metadata from broker %d", s.name, op, id)
+			s.saw(op, want(known, parts))
+		}
+	}
+	trial := func(s *rywSide, i int) {
+		topic := fmt.Sprintf("ryw-%d-%s", i, map[string]string{"factory": "f", "plain kgo": "p"}[s.name])
+		created, err := s.adm.CreateTopic(ctx, 1, 3, nil, topic)
+		require.NoError(t, err)
+		require.NoError(t, created.Err)
+		readAll(s, "create", topic, func(known bool, _ int) bool { return known })
+		listed, err := s.adm.ListTopics(ctx, topic)
+		require.NoError(t, err)
+		s.saw("create (admin ListTopics)", listed.Has(topic) && listed[topic].Err == nil)
+
+		grown, err := s.adm.CreatePartitions(ctx, 2, topic)
+		require.NoError(t, err)
+		require.NoError(t, grown.Error())
+		readAll(s, "create-partitions", topic, func(_ bool, parts int) bool { return parts == 3 })
+
+		want := strconv.Itoa(3_600_000 + i)
+		altered, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &want}}, topic)
+		require.NoError(t, err)
+		for _, a := range altered {
+			require.NoError(t, a.Err)
+		}
+		for _, id := range ids {
+			got, err := configOn(ctx, s.kgo, id, topic, "retention.ms")
+			require.NoError(t, err)
+			s.saw("alter-config", got == want)
+		}
+
+		deleted, err := s.adm.DeleteTopic(ctx, topic)
+		require.NoError(t, err)
+		require.NoError(t, deleted.Err)
+		readAll(s, "delete", topic, func(known bool, _ int) bool { return !known })
+	}
+	const minTrials, maxTrials = 15, 60
+	i := 0
+	for ; i < maxTrials && (i < minTrials || sides[1].staleTotal() == 0); i++ {
+		for _, s := range sides {
+			trial(s, i)
+		}
+	}
+	for _, s := range sides {
+		t.Logf("%-9s: %d stale of %d answers after %d trials: %v (reads %v)", s.name, s.staleTotal(), sumOf(s.reads), i, s.stale, s.reads)
+	}
+	require.Zero(t, sides[0].staleTotal(), "the factory read an answer older than its own write")
+	require.Positive(t, sides[1].staleTotal(), "plain franz-go saw no stale answer in %d trials: the test shows nothing", i)
+	require.Empty(t, offs, "the emulation turned itself off")
+	st := f.Stats()
+	t.Logf("factory: %+v", st)
+
+	t.Run("ProduceAndConsumeRightAfterCreate", func(t *testing.T) {
+		p, err := factory.NewProducer(f, producer.String(), producer.String())
+		require.NoError(t, err)
+		defer closeProducer(p)
+		for k := range 5 {
+			topic := fmt.Sprintf("ryw-data-%d", k)
+			created, err := fadm.CreateTopic(ctx, 3, 3, nil, topic)
+			require.NoError(t, err)
+			require.NoError(t, created.Err)
+			start := time.Now()
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err = p.Produce(pctx, producer.Record[string, string]{Topic: topic, Key: "k", Value: fmt.Sprint(k)})
+			cancel()
+			require.NoError(t, err)
+			produced := time.Since(start)
+			cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{topic})
+			require.NoError(t, err)
+			pctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+			var got []string
+			for len(got) == 0 && pctx.Err() == nil {
+				recs, err := cons.Poll(pctx, 10)
+				if err != nil && pctx.Err() == nil {
+					require.NoError(t, err)
+				}
+				for _, r := range recs {
+					got = append(got, r.Value)
+				}
+			}
+			cancel()
+			cons.Close()
+			require.Equal(t, []string{fmt.Sprint(k)}, got)
+			t.Logf("%s: produced %v after the create, consumed %v after it", topic, produced.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		}
+	})
+}
+
+func sumOf(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
