@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"log/slog"
-	"os"
 	"context"
 	"fmt"
 	"sync"
@@ -108,7 +106,7 @@ func TestModes(t *testing.T) {
 			t.Cleanup(c.Close)
 			ctx := testCtx(t, 30*time.Second)
 			events := &modeEvents{}
-			f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...), factory.Consistency(tc.mode), factory.WithObserver(events), factory.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+			f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...), factory.Consistency(tc.mode), factory.WithObserver(events))
 			require.NoError(t, err)
 			defer f.Close()
 			cl, err := f.KgoClient()
