@@ -22,3 +22,11 @@ var (
 	// budget ended. Clients retry it transparently before that.
 	ErrInconsistentMetadata = errors.New("consistency: broker metadata stayed behind the client's consistency token (INCONSISTENT_METADATA)")
 )
+
+var (
+	// ErrFutureToken is returned when a token handed in from outside names
+	// an offset beyond the cluster's committed metadata offset: no honest
+	// holder can have seen it (a forged token, or a metadata log restored
+	// under the same cluster id).
+	ErrFutureToken = errors.New("consistency: token is beyond the cluster's committed metadata offset")
+)

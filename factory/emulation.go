@@ -265,15 +265,20 @@ var _ wire.Oracle = (*oracle)(nil)
 
 // startEmulation makes the factory's Emulator in ModeAuto and ModeEmulated.
 func (f *Factory) startEmulation() error {
-	if f.base.mode != ModeAuto && f.base.mode != ModeEmulated {
+	if f.base.mode == ModeOff {
 		return nil
 	}
-	f.oracle = &oracle{f: f}
+	f.oracle = &oracle{f: f} // also checks and heals tokens (tokens.go)
+	f.healer = &healer{f: f}
+	if f.base.mode == ModeNative {
+		return nil
+	}
 	emu, err := wire.NewEmulator(wire.EmulationConfig{
-		Store:  f.store,
-		Oracle: f.oracle,
-		Force:  f.base.mode == ModeEmulated,
-		Logger: kgoLogger(f.base.logger),
+		Store:    f.store,
+		Oracle:   f.oracle,
+		Force:    f.base.mode == ModeEmulated,
+		Logger:   kgoLogger(f.base.logger),
+		OnHealed: f.healed,
 		OnOff: func(reason error) {
 			if o := f.base.observer; o != nil {
 				o.OnEvent(Event{Kind: EventConsistencyOff, Err: reason})

@@ -35,6 +35,11 @@ const (
 	// support tokens made from its offsets (Err says why); the clients
 	// behave like plain franz-go where brokers send no tokens.
 	EventConsistencyOff
+	// EventTokenHealed: the store held a token beyond the cluster's
+	// committed metadata offset, which no broker can reach (forged, or a
+	// restored metadata log); it was lowered to that offset (Token). Sent
+	// is the offset it held.
+	EventTokenHealed
 )
 
 func (k EventKind) String() string {
@@ -53,6 +58,8 @@ func (k EventKind) String() string {
 		return "cluster-changed"
 	case EventConsistencyOff:
 		return "consistency-off"
+	case EventTokenHealed:
+		return "token-healed"
 	}
 	return "unknown"
 }
@@ -131,6 +138,9 @@ func (w *wireObserver) OnTokenAdvanced(_, to consistency.Context) {
 
 func (w *wireObserver) OnInconsistentMetadata(addr string, key int16, sent, at int64) {
 	w.f.inconsistent.Add(1)
+	if h := w.f.healer; h != nil {
+		h.soon()
+	}
 	w.cfg().emit(Event{Kind: EventInconsistentMetadata, Addr: addr, APIKey: key, Sent: sent, BrokerAt: at})
 }
 

@@ -53,6 +53,10 @@ type Factory struct {
 	// oracle asks the cluster for it.
 	emu    *wire.Emulator
 	oracle *oracle
+	healer *healer
+	// parent is the factory a Session was made from; a session shares
+	// its watcher, emulator and oracle and closes none of them.
+	parent *Factory
 	// life is held shared while a client is made and exclusively by
 	// Close, so no client is made after Close returns.
 	life   sync.RWMutex
@@ -91,7 +95,13 @@ func (f *Factory) Close() {
 	f.life.Lock()
 	f.closed = true
 	f.life.Unlock()
+	if f.parent != nil {
+		return
+	}
 	f.watcher.Close()
+	if f.healer != nil {
+		f.healer.close()
+	}
 	if f.oracle != nil {
 		f.oracle.close()
 	}

@@ -88,6 +88,9 @@ type EmulationConfig struct {
 	// the cluster cannot support it (DescribeQuorum refused, no
 	// FinalizedFeaturesEpoch). May be nil.
 	OnOff func(reason error)
+	// OnHealed is called when a wait found the store beyond the cluster's
+	// committed offset and lowered it (see Heal). May be nil.
+	OnHealed func(from, to consistency.Context)
 }
 
 // ErrEmulationUnsupported wraps the reason an [Emulator] turned itself off.
@@ -107,7 +110,8 @@ type Emulator struct {
 	// lastVerify is when verify last asked (unix nanoseconds), so that a
 	// cluster that cannot answer is asked at most once a second.
 	lastVerify atomic.Int64
-	offOnce  sync.Once
+	lastHeal   atomic.Int64 // when heal last asked (unix nanoseconds)
+	offOnce    sync.Once
 
 	mu      sync.Mutex
 	brokers map[string]*brokerView
@@ -224,6 +228,8 @@ func (e *Emulator) needsWait(v *brokerView, key int16, cur consistency.Context) 
 // connection and returns once its retry budget ends, as with a KIP-1243
 // broker that stayed behind.
 func (e *Emulator) waitFor(v *brokerView, addr string, key int16, target int64, deadline time.Time, stop func() error) error {
+	start := time.Now()
+	healed := false
 	if !e.verify() {
 		return nil // not (yet) known to keep a metadata log: no waiting
 	}
@@ -251,6 +257,18 @@ func (e *Emulator) waitFor(v *brokerView, addr string, key int16, target int64, 
 		if left <= 0 {
 			break
 		}
+		// A broker that stays behind for long may be behind a token no
+		// broker will ever reach: check that once, and follow the store
+		// down if it was lowered.
+		if !healed && time.Since(start) > healAfter {
+			healed = true
+			if e.heal() {
+				if cur := e.cfg.Store.Load(); cur.Offset() < target {
+					target = cur.Offset()
+				}
+				continue
+			}
+		}
 		time.Sleep(min(pause, left))
 		pause = min(2*pause, 50*time.Millisecond)
 	}
@@ -260,6 +278,10 @@ func (e *Emulator) waitFor(v *brokerView, addr string, key int16, target int64, 
 	}
 	return &InconsistentMetadataError{Addr: addr, APIKey: key, Sent: target, BrokerAt: v.applied.Load()}
 }
+
+// healAfter is how long a request waits for its broker before the token
+// itself is checked against the committed offset.
+const healAfter = 250 * time.Millisecond
 
 // probe asks the broker at addr how far it has applied. A caller that
 // found a probe under way waits for it and, unless it needs an answer
@@ -450,4 +472,49 @@ func (c *conn) emulate(req inflight, resp kmsg.Response) {
 		cluster = *m.ClusterID
 	}
 	e.learnApplied(c.view, c.addr, cluster)
+}
+
+// Heal checks store against the cluster's committed metadata offset and,
+// when it holds a token of that cluster beyond it (a token no broker can
+// ever reach: forged, or a metadata log restored under the same cluster
+// id), swaps it down to the committed offset. It reports the context it
+// replaced and the one it stored; healed is false when the store was
+// sound (or changed meanwhile).
+func Heal(ctx context.Context, store consistency.Store, o Oracle) (from, to consistency.Context, healed bool, err error) {
+	committed, err := o.Committed(ctx)
+	if err != nil {
+		return consistency.Context{}, consistency.Context{}, false, err
+	}
+	cur := store.Load()
+	if cur.IsUnknown() || cur.ClusterID() != committed.ClusterID() || cur.Offset() <= committed.Offset() {
+		return cur, cur, false, nil
+	}
+	if !store.CompareAndSwap(cur, committed) {
+		return cur, store.Load(), false, nil
+	}
+	return cur, committed, true, nil
+}
+
+// heal runs Heal on the emulator's store, at most once a second, and
+// reports whether the store was lowered.
+func (e *Emulator) heal() bool {
+	now := time.Now().UnixNano()
+	last := e.lastHeal.Load()
+	if now-last < int64(time.Second) || !e.lastHeal.CompareAndSwap(last, now) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.AskTimeout)
+	defer cancel()
+	from, to, healed, err := Heal(ctx, e.cfg.Store, e.cfg.Oracle)
+	if err != nil {
+		e.log(kgo.LogLevelDebug, "checking the consistency token against the committed offset failed", "err", err)
+		return false
+	}
+	if healed {
+		e.log(kgo.LogLevelWarn, "consistency token was beyond the cluster's committed metadata offset; lowered to it", "from", from.String(), "to", to.String())
+		if e.cfg.OnHealed != nil {
+			e.cfg.OnHealed(from, to)
+		}
+	}
+	return healed
 }

@@ -1,0 +1,103 @@
+package consistency
+
+import "sync/atomic"
+
+// Session is a [Store] for one unit of work that came with a token of its
+// own: a request from another service, a job, one call. It reads as the
+// later of a shared store and the handed token, so the work waits for
+// what its sender wrote; but everything it learns from brokers goes to
+// the shared store, and the handed token never raises the shared store
+// for other callers.
+//
+// This is how MongoDB drivers treat a cluster time handed in from outside:
+// it is confined to the session it came with, and the client-wide value
+// advances only from server replies. A bad token then harms one unit of
+// work, not the process; and a session that finds its token impossible
+// (see CompareAndSwap) drops it.
+type Session struct {
+	shared Store
+	handed atomic.Pointer[Context]
+}
+
+var _ Store = (*Session)(nil)
+
+// NewSession returns a Session over shared holding handed. An Unknown
+// handed token makes the session read exactly as shared.
+func NewSession(shared Store, handed Context) *Session {
+	s := &Session{shared: shared}
+	if !handed.IsUnknown() {
+		s.handed.Store(&handed)
+	}
+	return s
+}
+
+// Handed returns the token the session still holds from outside, or
+// Unknown once it was dropped or overtaken.
+func (s *Session) Handed() Context {
+	if p := s.handed.Load(); p != nil {
+		return *p
+	}
+	return Context{}
+}
+
+// Load returns the later of the shared context and the handed token. A
+// handed token of another cluster than the shared store's is ignored: the
+// shared store follows the cluster the clients talk to.
+func (s *Session) Load() Context {
+	cur := s.shared.Load()
+	p := s.handed.Load()
+	if p == nil {
+		return cur
+	}
+	h := *p
+	if cur.IsUnknown() {
+		return h
+	}
+	if h.clusterID != cur.clusterID || h.offset <= cur.offset {
+		return cur
+	}
+	return h
+}
+
+// Advance advances the shared store: what brokers answer is true for
+// everyone.
+func (s *Session) Advance(c Context) (Context, error) {
+	if _, err := s.shared.Advance(c); err != nil {
+		return s.Load(), err
+	}
+	return s.Load(), nil
+}
+
+// Reset drops the handed token and resets the shared store.
+func (s *Session) Reset() {
+	s.handed.Store(nil)
+	s.shared.Reset()
+}
+
+// CompareAndSwap sets the session to next if it reads as old. The handed
+// token is dropped, and the shared store is swapped from what it held to
+// next when it is not later than next already.
+func (s *Session) CompareAndSwap(old, next Context) bool {
+	p := s.handed.Load()
+	cur := s.shared.Load()
+	read := cur
+	if p != nil {
+		if h := *p; cur.IsUnknown() || (h.clusterID == cur.clusterID && h.offset > cur.offset) {
+			read = h
+		}
+	}
+	if read != old {
+		return false
+	}
+	if p != nil && !s.handed.CompareAndSwap(p, nil) {
+		return false
+	}
+	if cur == next {
+		return true
+	}
+	if l, err := cur.Later(next); err == nil && l == cur && !cur.IsUnknown() && read != cur {
+		// Only the handed token was above next: dropping it is the swap.
+		return true
+	}
+	return s.shared.CompareAndSwap(cur, next)
+}

@@ -1,0 +1,203 @@
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/wire"
+)
+
+// Tokens from outside.
+//
+// A token handed over by another service is input, not truth. A token
+// beyond the cluster's committed metadata offset can never be reached by
+// any broker: every client that carried it would wait, then fail, for as
+// long as it is held. So a factory takes tokens from outside only through
+// CheckToken, Accept and Session, which ask the cluster first, and it
+// heals a store that holds such a token anyway (put there through
+// Store().Advance, or left by a metadata log restored under the same
+// cluster id): the first request that waits too long, or an
+// INCONSISTENT_METADATA answer, has the token checked against the
+// committed offset, and the store is lowered to it with an
+// EventTokenHealed and one warning.
+
+// TokenError says why a token from outside was refused. It matches
+// consistency.ErrFutureToken or consistency.ErrClusterMismatch with
+// errors.Is.
+type TokenError struct {
+	Token consistency.Context
+	// Cluster is the id of the cluster the bootstrap servers belong to.
+	Cluster string
+	// Committed is the cluster's committed metadata offset, or -1 when the
+	// cluster was not asked (a token of another cluster).
+	Committed int64
+}
+
+func (e *TokenError) Error() string {
+	if e.Token.ClusterID() != e.Cluster {
+		return fmt.Sprintf("factory: token %v names cluster %q, but the bootstrap servers belong to cluster %q", e.Token, e.Token.ClusterID(), e.Cluster)
+	}
+	return fmt.Sprintf("factory: token %v is beyond cluster %q's committed metadata offset %d: no broker can reach it (forged, or from a restored metadata log)", e.Token, e.Cluster, e.Committed)
+}
+
+// Is matches consistency.ErrClusterMismatch for a token of another cluster
+// and consistency.ErrFutureToken for one from the future.
+func (e *TokenError) Is(target error) bool {
+	if e.Token.ClusterID() != e.Cluster {
+		return target == consistency.ErrClusterMismatch
+	}
+	return target == consistency.ErrFutureToken
+}
+
+// CheckToken asks the cluster behind the bootstrap servers whether tok can
+// be waited for: it must name that cluster, and an offset no beyond the
+// committed end of its metadata log (DescribeQuorum's high watermark). It
+// returns nil for an Unknown token, a *TokenError for a bad one, and
+// another error when the cluster could not be asked. A cluster that
+// refuses DescribeQuorum (ACLs) cannot have the offset checked: the
+// cluster id still is, and the offset is accepted, bounded by the waits
+// and the healing described above.
+func (f *Factory) CheckToken(ctx context.Context, tok consistency.Context) error {
+	if tok.IsUnknown() {
+		return nil
+	}
+	o, err := f.tokenOracle()
+	if err != nil {
+		return err
+	}
+	cl, err := o.client()
+	if err != nil {
+		return err
+	}
+	cluster, err := o.refresh(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("factory: checking token %v: %w", tok, err)
+	}
+	if cluster != tok.ClusterID() {
+		return &TokenError{Token: tok, Cluster: cluster, Committed: -1}
+	}
+	committed, err := o.Committed(ctx)
+	switch {
+	case errors.Is(err, wire.ErrEmulationUnsupported), errors.Is(err, kerr.ClusterAuthorizationFailed):
+		f.logger().Debug("the committed metadata offset cannot be asked; the token's offset is not checked", "token", tok.String(), "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("factory: checking token %v: %w", tok, err)
+	case tok.Offset() > committed.Offset():
+		return &TokenError{Token: tok, Cluster: cluster, Committed: committed.Offset()}
+	}
+	return nil
+}
+
+// Accept checks tok (see CheckToken) and merges it into the factory's
+// shared store: every client of the factory then waits for it. Prefer
+// Session, which confines a token to the work it came with.
+func (f *Factory) Accept(ctx context.Context, tok consistency.Context) (consistency.Context, error) {
+	if err := f.CheckToken(ctx, tok); err != nil {
+		return f.store.Load(), err
+	}
+	return f.store.Advance(tok)
+}
+
+// Session checks tok (see CheckToken) and returns a factory for the work
+// that came with it: its clients wait for tok as well as for everything
+// the factory knows, and what they learn from brokers goes to the shared
+// store, but tok itself never raises the store of the factory's other
+// clients (consistency.Session). Close the session's clients, then the
+// session, before the factory; a session holds no connections of its own.
+func (f *Factory) Session(ctx context.Context, tok consistency.Context) (*Factory, error) {
+	if err := f.CheckToken(ctx, tok); err != nil {
+		return nil, err
+	}
+	f.life.RLock()
+	defer f.life.RUnlock()
+	if f.closed {
+		return nil, ErrClosed
+	}
+	s := &Factory{
+		store:   consistency.NewSession(f.store, tok),
+		base:    f.base,
+		watcher: f.watcher,
+		emu:     f.emu,
+		oracle:  f.oracle,
+		healer:  f.healer,
+		parent:  f,
+	}
+	s.learnOnce.Do(func() {}) // the parent's watcher already runs
+	return s, nil
+}
+
+// tokenOracle returns the oracle, made on demand for modes that have no
+// emulator.
+func (f *Factory) tokenOracle() (*oracle, error) {
+	if f.oracle == nil {
+		return nil, fmt.Errorf("%w: consistency.mode is off: the factory keeps no tokens", ErrConfig)
+	}
+	return f.oracle, nil
+}
+
+// healer checks the store against the committed offset after an
+// INCONSISTENT_METADATA answer (the emulator checks on its own waits), at
+// most once a second, on a goroutine Close waits for.
+type healer struct {
+	f       *Factory
+	running atomic.Bool
+	last    atomic.Int64
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	closed  bool
+}
+
+func (h *healer) soon() {
+	now := time.Now().UnixNano()
+	last := h.last.Load()
+	if now-last < int64(time.Second) || !h.running.CompareAndSwap(false, true) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		h.running.Store(false)
+		return
+	}
+	h.last.Store(now)
+	h.wg.Go(func() {
+		defer h.running.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		from, to, healed, err := wire.Heal(ctx, h.f.store, h.f.oracle)
+		if err == nil && healed {
+			h.f.healed(from, to)
+		}
+	})
+}
+
+func (h *healer) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.wg.Wait()
+}
+
+func (f *Factory) logger() *slog.Logger {
+	if f.base.logger != nil {
+		return f.base.logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// healed reports a store lowered to the committed offset.
+func (f *Factory) healed(from, to consistency.Context) {
+	f.logger().Warn("consistency token was beyond the cluster's committed metadata offset; lowered to it", "from", from.String(), "to", to.String())
+	if o := f.base.observer; o != nil {
+		o.OnEvent(Event{Kind: EventTokenHealed, Token: to, Sent: from.Offset(), BrokerAt: to.Offset()})
+	}
+}
