@@ -115,7 +115,7 @@ func (o *oracle) client() (*kgo.Client, error) {
 		return nil, ErrClosed
 	}
 	if o.cl == nil {
-		cl, err := o.f.newKgo(o.f.base, consistency.NewMemoryStore(), nil, false)
+		cl, err := o.f.newKgo(o.f.base, noTokens{}, nil, false)
 		if err != nil {
 			return nil, err
 		}

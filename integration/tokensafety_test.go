@@ -1,0 +1,220 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/integration/localcluster"
+)
+
+// healEvents collects EventTokenHealed.
+type healEvents struct {
+	mu     sync.Mutex
+	healed []factory.Event
+}
+
+func (h *healEvents) OnEvent(ev factory.Event) {
+	if ev.Kind == factory.EventTokenHealed {
+		h.mu.Lock()
+		h.healed = append(h.healed, ev)
+		h.mu.Unlock()
+	}
+}
+
+func (h *healEvents) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.healed)
+}
+
+// TestTokensFromOutsideAreChecked: a token from the future or of another
+// cluster is refused at once, by CheckToken, Accept and Session alike, on
+// a KIP-1243 cluster and on a Kafka-4.4-like one; a sound token is taken.
+func TestTokensFromOutsideAreChecked(t *testing.T) {
+	for _, native := range []bool{true, false} {
+		t.Run(fmt.Sprintf("native=%v", native), func(t *testing.T) {
+			c, err := localcluster.New(localcluster.Brokers(3), localcluster.Native(native))
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			ctx := testCtx(t, 20*time.Second)
+			f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...))
+			require.NoError(t, err)
+			defer f.Close()
+
+			future := consistency.MustOf(c.ClusterID(), 9_000_000_000_000_000_000)
+			foreign := consistency.MustOf("another-cluster", 3)
+			start := time.Now()
+			for name, tok := range map[string]consistency.Context{"future": future, "foreign": foreign} {
+				want := consistency.ErrFutureToken
+				if name == "foreign" {
+					want = consistency.ErrClusterMismatch
+				}
+				err := f.CheckToken(ctx, tok)
+				require.ErrorIs(t, err, want, name)
+				var te *factory.TokenError
+				require.ErrorAs(t, err, &te)
+				t.Logf("%s: %v", name, err)
+				_, err = f.Accept(ctx, tok)
+				require.ErrorIs(t, err, want, name)
+				_, err = f.Session(ctx, tok)
+				require.ErrorIs(t, err, want, name)
+			}
+			require.Less(t, time.Since(start), 5*time.Second, "refused at once")
+			require.True(t, f.Token().IsUnknown(), "nothing refused reached the store: %v", f.Token())
+
+			sound := consistency.MustOf(c.ClusterID(), c.LogEnd())
+			got, err := f.Accept(ctx, sound)
+			require.NoError(t, err)
+			require.Equal(t, sound, got)
+			adm, err := f.Admin()
+			require.NoError(t, err)
+			defer adm.Close()
+			_, err = adm.ListTopics(ctx)
+			require.NoError(t, err)
+		})
+	}
+}
+
+// TestSessionConfinesToken: a token handed in through Session makes the
+// session's clients wait for it, and leaves the factory's store alone.
+func TestSessionConfinesToken(t *testing.T) {
+	c, err := localcluster.New(localcluster.Brokers(3), localcluster.BrokerLag(2, 300*time.Millisecond), localcluster.Native(false))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	ctx := testCtx(t, 20*time.Second)
+
+	// Service A writes and hands its token over.
+	fa, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...))
+	require.NoError(t, err)
+	defer fa.Close()
+	admA, err := fa.Admin()
+	require.NoError(t, err)
+	defer admA.Close()
+	created, err := admA.CreateTopic(ctx, 1, 1, nil, "handed")
+	require.NoError(t, err)
+	require.NoError(t, created.Err)
+	tok := fa.Token()
+	require.False(t, tok.IsUnknown())
+
+	// Service B reads with it, in a session.
+	fb, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...))
+	require.NoError(t, err)
+	defer fb.Close()
+	sess, err := fb.Session(ctx, tok)
+	require.NoError(t, err)
+	defer sess.Close()
+	cl, err := sess.KgoClient()
+	require.NoError(t, err)
+	defer cl.Close()
+	for id := int32(0); id < 3; id++ {
+		known, err := knownOn(ctx, cl, id, "handed")
+		require.NoError(t, err)
+		require.True(t, known, "broker %d answered the session before it applied the handed token", id)
+	}
+	if got := fb.Token(); !got.IsUnknown() {
+		require.LessOrEqual(t, got.Offset(), c.LogEnd(), "the shared store holds only what brokers answered")
+	}
+}
+
+// TestPoisonedStoreHeals: a token beyond the committed offset put into a
+// factory's store through the low-level Store API stops nothing for long:
+// the first call that waits has the token checked, the store is lowered
+// to the committed offset with one EventTokenHealed, and calls work again.
+func TestPoisonedStoreHeals(t *testing.T) {
+	for _, native := range []bool{true, false} {
+		t.Run(fmt.Sprintf("native=%v", native), func(t *testing.T) {
+			c, err := localcluster.New(localcluster.Brokers(3), localcluster.Native(native), localcluster.WaitMax(300*time.Millisecond))
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			ctx := testCtx(t, 30*time.Second)
+			events := &healEvents{}
+			f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...), factory.WithObserver(events))
+			require.NoError(t, err)
+			defer f.Close()
+			adm, err := f.Admin()
+			require.NoError(t, err)
+			defer adm.Close()
+			created, err := adm.CreateTopic(ctx, 1, 1, nil, "before")
+			require.NoError(t, err)
+			require.NoError(t, created.Err)
+
+			_, err = f.Store().Advance(consistency.MustOf(c.ClusterID(), 9_000_000_000_000_000_000))
+			require.NoError(t, err)
+			start := time.Now()
+			var lastErr error
+			for time.Since(start) < 15*time.Second {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, lastErr = adm.CreateTopic(cctx, 1, 1, nil, "after")
+				cancel()
+				if lastErr == nil {
+					break
+				}
+			}
+			require.NoError(t, lastErr)
+			took := time.Since(start)
+			t.Logf("working again after %v; token %v", took.Round(time.Millisecond), f.Token())
+			require.Less(t, took, 10*time.Second)
+			require.LessOrEqual(t, f.Token().Offset(), c.LogEnd())
+			require.GreaterOrEqual(t, events.count(), 1)
+		})
+	}
+}
+
+// TestRestoredClusterHeals: a cluster restored under the same id has a
+// shorter metadata log than the one a store's token came from. A factory
+// on that store works again by itself.
+func TestRestoredClusterHeals(t *testing.T) {
+	const id = "restored-cluster-xyz"
+	old, err := localcluster.New(localcluster.Brokers(1), localcluster.ClusterID(id))
+	require.NoError(t, err)
+	ctx := testCtx(t, 30*time.Second)
+	store := consistency.NewMemoryStore()
+	f, err := factory.New(store, factory.BootstrapServers(old.Addrs()...))
+	require.NoError(t, err)
+	adm, err := f.Admin()
+	require.NoError(t, err)
+	for i := range 10 {
+		created, err := adm.CreateTopic(ctx, 1, 1, nil, fmt.Sprint("t", i))
+		require.NoError(t, err)
+		require.NoError(t, created.Err)
+	}
+	adm.Close()
+	f.Close()
+	old.Close()
+	held := store.Load()
+	require.Greater(t, held.Offset(), int64(10))
+
+	restored, err := localcluster.New(localcluster.Brokers(3), localcluster.ClusterID(id), localcluster.WaitMax(300*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(restored.Close)
+	require.Less(t, restored.LogEnd(), held.Offset())
+	events := &healEvents{}
+	f, err = factory.New(store, factory.BootstrapServers(restored.Addrs()...), factory.WithObserver(events))
+	require.NoError(t, err)
+	defer f.Close()
+	adm, err = f.Admin()
+	require.NoError(t, err)
+	defer adm.Close()
+	start := time.Now()
+	var lastErr error
+	for time.Since(start) < 15*time.Second {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, lastErr = adm.ListTopics(cctx)
+		cancel()
+		if lastErr == nil || !errors.Is(lastErr, consistency.ErrInconsistentMetadata) && !errors.Is(lastErr, context.DeadlineExceeded) {
+			break
+		}
+	}
+	require.NoError(t, lastErr)
+	t.Logf("working again after %v: %v -> %v", time.Since(start).Round(time.Millisecond), held, f.Token())
+	require.GreaterOrEqual(t, events.count(), 1)
+	require.LessOrEqual(t, f.Token().Offset(), restored.LogEnd())
+}
