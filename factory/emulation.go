@@ -214,7 +214,7 @@ func (o *oracle) refresh(ctx context.Context, cl *kgo.Client) (string, error) {
 	req.Topics = []kmsg.MetadataRequestTopic{}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return "", fmt.Errorf("Metadata: %w", err)
+		return "", fmt.Errorf("metadata request: %w", err)
 	}
 	o.mu.Lock()
 	for _, b := range resp.Brokers {
@@ -222,7 +222,7 @@ func (o *oracle) refresh(ctx context.Context, cl *kgo.Client) (string, error) {
 	}
 	o.mu.Unlock()
 	if resp.ClusterID == nil || *resp.ClusterID == "" {
-		return "", fmt.Errorf("Metadata: the cluster has no id")
+		return "", fmt.Errorf("metadata answer names no cluster id")
 	}
 	return *resp.ClusterID, nil
 }
