@@ -13,6 +13,7 @@ import (
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/localcluster"
+	"github.com/kconsist/kconsist/producer"
 )
 
 // healEvents collects EventTokenHealed.
@@ -217,4 +218,57 @@ func TestRestoredClusterHeals(t *testing.T) {
 	t.Logf("working again after %v: %v -> %v", time.Since(start).Round(time.Millisecond), held, f.Token())
 	require.GreaterOrEqual(t, events.count(), 1)
 	require.LessOrEqual(t, f.Token().Offset(), restored.LogEnd())
+}
+
+// TestProduceToBrokerStuckBehindIsBounded: a partition leader that never
+// applies the write the token names. A KIP-1243 leader holds every
+// produce; with the factory's delivery timeout the record fails within it,
+// and its error says why (ErrInconsistentMetadata). On a Kafka-4.4-like
+// cluster the emulated hold ends after a bound.
+func TestProduceToBrokerStuckBehindIsBounded(t *testing.T) {
+	for _, native := range []bool{true, false} {
+		t.Run(fmt.Sprintf("native=%v", native), func(t *testing.T) {
+			c, err := localcluster.New(localcluster.Brokers(3), localcluster.Native(native), localcluster.WaitMax(200*time.Millisecond))
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			ctx := testCtx(t, 30*time.Second)
+			const bound = 5 * time.Second
+			f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...), factory.DeliveryTimeout(bound), factory.RetryBackoff(50*time.Millisecond))
+			require.NoError(t, err)
+			defer f.Close()
+			adm, err := f.Admin()
+			require.NoError(t, err)
+			defer adm.Close()
+			created, err := adm.CreateTopic(ctx, 1, 1, nil, "stuck")
+			require.NoError(t, err)
+			require.NoError(t, created.Err)
+			md, err := adm.Metadata(ctx, "stuck")
+			require.NoError(t, err)
+			leader := md.Topics["stuck"].Partitions[0].Leader
+			require.NoError(t, c.WaitApplied(ctx, leader, c.LogEnd()))
+			require.NoError(t, c.PauseApply(leader))
+			defer c.ResumeApply(leader)
+			created, err = adm.CreateTopic(ctx, 1, 1, nil, "moves-the-token")
+			require.NoError(t, err)
+			require.NoError(t, created.Err)
+
+			p, err := factory.NewProducer(f, producer.String(), producer.String())
+			require.NoError(t, err)
+			defer p.Close(context.Background())
+			start := time.Now()
+			_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "stuck", Value: "v"})
+			took := time.Since(start)
+			t.Logf("returned after %v: %v", took.Round(time.Millisecond), err)
+			if native {
+				require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+				require.Less(t, took, bound+2*time.Second, "the delivery timeout bounds the wait")
+				return
+			}
+			// Without KIP-1243 the broker cannot refuse: after a bounded
+			// hold the record goes to the leader, which knows its
+			// partition and takes it, as it would from plain franz-go.
+			require.NoError(t, err)
+			require.Less(t, took, bound, "the hold is bounded")
+		})
+	}
 }

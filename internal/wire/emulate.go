@@ -237,11 +237,17 @@ func (e *Emulator) waitFor(v *brokerView, addr string, key int16, target int64, 
 		return nil
 	}
 	e.waits.Add(1)
-	end := time.Now().Add(e.cfg.MaxWait)
-	if !deadline.IsZero() && deadline.Before(end) {
-		end = deadline
+	wait := e.cfg.MaxWait
+	if key == produceKey || key == fetchKey {
+		wait = min(wait, dataMaxWait)
+	}
+	end := time.Now().Add(wait)
+	if !deadline.IsZero() {
+		// Leave the write itself time before kgo's write deadline.
+		end = minTime(end, deadline.Add(-writeMargin))
 	}
 	pause := time.Millisecond
+	progress, moved := v.applied.Load(), time.Now()
 	for {
 		if v.applied.Load() >= target || e.off.Load() {
 			return nil
@@ -255,6 +261,15 @@ func (e *Emulator) waitFor(v *brokerView, addr string, key int16, target int64, 
 		}
 		left := time.Until(end)
 		if left <= 0 {
+			break
+		}
+		if a := v.applied.Load(); a > progress {
+			progress, moved = a, time.Now()
+		} else if time.Since(moved) > stallAfter {
+			// A KRaft broker applies a no-op record every 500ms even
+			// when idle: one that shows no progress at all is stuck
+			// (fenced, partitioned from the quorum). Give up on it, so
+			// that kgo retries where it can.
 			break
 		}
 		// A broker that stays behind for long may be behind a token no
@@ -278,6 +293,20 @@ func (e *Emulator) waitFor(v *brokerView, addr string, key int16, target int64, 
 	}
 	return &InconsistentMetadataError{Addr: addr, APIKey: key, Sent: target, BrokerAt: v.applied.Load()}
 }
+
+// dataMaxWait bounds the hold of a Produce or Fetch, which go out
+// afterwards anyway (see waitFor): a leader that knows the partition
+// serves them correctly, only perhaps under an older config, and a longer
+// hold would only slow every batch while one broker lags. writeMargin is
+// left before kgo's write deadline for the write itself.
+const (
+	dataMaxWait = time.Second
+	writeMargin = 100 * time.Millisecond
+)
+
+// stallAfter is how long a broker may show no progress at all before a
+// request waiting for it gives up early.
+const stallAfter = 1500 * time.Millisecond
 
 // healAfter is how long a request waits for its broker before the token
 // itself is checked against the committed offset.

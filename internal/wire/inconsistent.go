@@ -85,6 +85,9 @@ func (c *conn) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error
 		c.i.observer.OnInconsistentMetadata(c.addr, req.key, req.sent, brokerAt)
 	}
 	c.i.log(kgo.LogLevelDebug, "broker answered INCONSISTENT_METADATA", "addr", c.addr, "key", req.key, "sent", req.sent, "broker_at", brokerAt)
+	if req.key == metadataKey {
+		c.notePartitions(resp)
+	}
 	if req.key == produceKey {
 		c.notePartitions(resp) // while the codes still say which
 		rewriteCodes(v, c.i.code, produceRetryCode)

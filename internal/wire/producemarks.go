@@ -25,6 +25,16 @@ func (c *conn) notePartitions(resp kmsg.Response) {
 	if !ok {
 		return
 	}
+	if mr, ok := resp.(*kmsg.MetadataResponse); ok {
+		// A topic's metadata held back: every record of the topic waits
+		// on it (partition -1 stands for all of them).
+		for i := range mr.Topics {
+			if t := &mr.Topics[i]; t.ErrorCode == c.i.code && t.Topic != nil {
+				po.OnProduceInconsistentMetadata(*t.Topic, -1)
+			}
+		}
+		return
+	}
 	pr, ok := resp.(*kmsg.ProduceResponse)
 	if !ok {
 		return
@@ -56,7 +66,8 @@ type producePartition struct {
 }
 
 // Mark notes an INCONSISTENT_METADATA answer for topic's partition; an
-// empty topic stands for every topic.
+// empty topic stands for every topic, partition -1 for every partition (a
+// Metadata answer for the topic).
 func (m *ProduceMarks) Mark(topic string, partition int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -76,5 +87,5 @@ func (m *ProduceMarks) Clock() uint64 { return m.clock.Load() }
 func (m *ProduceMarks) At(topic string, partition int32) uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return max(m.at[producePartition{topic, partition}], m.at[producePartition{"", partition}])
+	return max(m.at[producePartition{topic, partition}], m.at[producePartition{"", partition}], m.at[producePartition{topic, -1}])
 }

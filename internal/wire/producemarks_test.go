@@ -59,3 +59,15 @@ func TestProduceMarksWithoutTopic(t *testing.T) {
 	require.Equal(t, uint64(2), m.At("u", 1))
 	require.Zero(t, m.At("u", 0))
 }
+
+func TestProduceMarksWholeTopic(t *testing.T) {
+	var m ProduceMarks
+	before := m.Clock()
+	m.Mark("frozen", -1) // a Metadata answer for the topic was held back
+	if m.At("frozen", 3) <= before {
+		t.Fatal("a record of the topic does not see its metadata held back")
+	}
+	if m.At("other", 3) != 0 {
+		t.Fatal("another topic is marked")
+	}
+}
