@@ -33,13 +33,14 @@ type config struct {
 	requestTimeout time.Duration
 	retryBackoff   *time.Duration // nil: franz-go's backoff
 
-	acks           string         // "all", "1", "0"
-	idempotence    *bool          // nil: default (true unless acks is not all)
-	linger         *time.Duration // nil: franz-go's 10ms
-	compression    string
-	groupID        string
-	autoOffsetRes  string
-	isolationLevel string
+	acks            string         // "all", "1", "0"
+	idempotence     *bool          // nil: default (true unless acks is not all)
+	linger          *time.Duration // nil: franz-go's 10ms
+	deliveryTimeout time.Duration
+	compression     string
+	groupID         string
+	autoOffsetRes   string
+	isolationLevel  string
 
 	tls     *tls.Config
 	sasl    saslConfig
@@ -94,13 +95,14 @@ func (secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 
 func defaultConfig() config {
 	return config{
-		strategy:       rebootstrap.Rebootstrap,
-		clusterCheck:   true,
-		acks:           "all",
-		compression:    "none",
-		autoOffsetRes:  "latest",
-		isolationLevel: "read_uncommitted",
-		secProt:        "PLAINTEXT",
+		strategy:        rebootstrap.Rebootstrap,
+		clusterCheck:    true,
+		acks:            "all",
+		compression:     "none",
+		autoOffsetRes:   "latest",
+		isolationLevel:  "read_uncommitted",
+		secProt:         "PLAINTEXT",
+		deliveryTimeout: DefaultDeliveryTimeout,
 	}
 }
 
@@ -237,6 +239,27 @@ func Linger(d time.Duration) Opt {
 			c.fail("linger.ms: %v is negative", d)
 		}
 		c.linger = &d
+	})
+}
+
+// DefaultDeliveryTimeout is the default of delivery.timeout.ms, the Java
+// client's: 2 minutes.
+const DefaultDeliveryTimeout = 2 * time.Minute
+
+// DeliveryTimeout sets delivery.timeout.ms, the bound on the time a record
+// may take from Produce to its outcome, retries included (franz-go's
+// RecordDeliveryTimeout). A record still unacknowledged then fails; when
+// it waited for a broker that stayed behind the consistency token, its
+// error wraps consistency.ErrInconsistentMetadata. Default:
+// DefaultDeliveryTimeout, as in the Java client (franz-go's own default is
+// no bound).
+func DeliveryTimeout(d time.Duration) Opt {
+	return opt(func(c *config) {
+		if d <= 0 {
+			c.fail("delivery.timeout.ms: %v is not positive", d)
+			return
+		}
+		c.deliveryTimeout = d
 	})
 }
 

@@ -115,6 +115,7 @@ var properties = map[string]property{
 	"acks":                          enumProperty("acks", []string{"all", "-1", "1", "0"}, Acks),
 	"enable.idempotence":            boolProperty("enable.idempotence", Idempotence),
 	"linger.ms":                     msProperty("linger.ms", 0, Linger),
+	"delivery.timeout.ms":           msProperty("delivery.timeout.ms", 1, DeliveryTimeout),
 	"compression.type":              enumProperty("compression.type", []string{"none", "gzip", "snappy", "lz4", "zstd"}, Compression),
 	"group.id":                      stringProperty("group.id", GroupID),
 	"auto.offset.reset":             enumProperty("auto.offset.reset", []string{"earliest", "latest", "none"}, AutoOffsetReset),

@@ -39,6 +39,7 @@ func TestPropertiesEveryKey(t *testing.T) {
 		"acks":                          "1",
 		"enable.idempotence":            "false",
 		"linger.ms":                     "5",
+		"delivery.timeout.ms":           "30000",
 		"compression.type":              "zstd",
 		"group.id":                      "g",
 		"auto.offset.reset":             "earliest",
@@ -70,7 +71,8 @@ func TestPropertiesEveryKey(t *testing.T) {
 	require.Equal(t, filepath.Join(dir, "ca.pem"), cfg.sslCA)
 	require.Equal(t, filepath.Join(dir, "c.pem"), cfg.sslCert)
 	require.Equal(t, filepath.Join(dir, "k.pem"), cfg.sslKey)
-	require.Len(t, PropertyKeys(), 21, "every documented key is tested above")
+	require.Equal(t, 30*time.Second, cfg.deliveryTimeout)
+	require.Len(t, PropertyKeys(), 22, "every documented key is tested above")
 }
 
 func TestPropertiesBadValues(t *testing.T) {
