@@ -8,7 +8,8 @@ import (
 // Rule of DescribeConfigs: topic configs are shown as the broker's image has
 // them. A key set after the broker's offset shows its default, when kfake has
 // ever reported that default, and is left out otherwise; a key removed after
-// it still shows the old value. Broker resources pass through.
+// it still shows the old value. Synonyms are Kafka's (see setSynonyms).
+// Broker resources pass through.
 
 func init() { handlers[32] = handleDescribeConfigs }
 
@@ -37,6 +38,9 @@ func handleDescribeConfigs(cn *conn, x *exchange, frame []byte) ([]byte, error) 
 				if cn.renderTopicConfigs(im, res, names) {
 					cn.b.c.stats.stale.Add(1)
 				}
+				if res.ErrorCode == 0 {
+					cn.b.c.setSynonyms(res, req.IncludeSynonyms)
+				}
 			}
 		})
 		return token
@@ -48,13 +52,8 @@ func handleDescribeConfigs(cn *conn, x *exchange, frame []byte) ([]byte, error) 
 // whether the answer differs from kfake's.
 func (cn *conn) renderTopicConfigs(im *image, res *kmsg.DescribeConfigsResponseResource, names []string) bool {
 	c := cn.b.c
-	// Defaults kfake reports are the same for every topic; learn them.
 	if res.ErrorCode == 0 {
-		for _, e := range res.Configs {
-			if e.Source != kmsg.ConfigSourceDynamicTopicConfig && e.Value != nil {
-				c.learnDefault(e.Name, *e.Value)
-			}
-		}
+		c.learnDefaults(res.Configs)
 	}
 	switch res.ErrorCode {
 	case 0, kerr.UnknownTopicOrPartition.Code:
@@ -128,4 +127,45 @@ func dynamicEntry(e kmsg.DescribeConfigsResponseResourceConfig, v string) kmsg.D
 	e.ReadOnly = false
 	e.ConfigSynonyms = nil
 	return e
+}
+
+// setSynonyms gives a topic's configs the synonyms Kafka sends: none unless
+// the request asks for them (v1+), and then the entry itself first,
+// followed by the default a topic value overrides. kfake sends the
+// overridden values whether asked or not, and never the entry itself.
+func (c *Cluster) setSynonyms(res *kmsg.DescribeConfigsResponseResource, include bool) {
+	for i := range res.Configs {
+		e := &res.Configs[i]
+		e.ConfigSynonyms = nil
+		if !include {
+			continue
+		}
+		self := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		self.Name, self.Value, self.Source = e.Name, e.Value, e.Source
+		e.ConfigSynonyms = append(e.ConfigSynonyms, self)
+		if e.Source != kmsg.ConfigSourceDynamicTopicConfig {
+			continue
+		}
+		if def, ok := c.topicDefault(e.Name); ok {
+			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			syn.Name, syn.Value, syn.Source = e.Name, kmsg.StringPtr(def), kmsg.ConfigSourceDefaultConfig
+			e.ConfigSynonyms = append(e.ConfigSynonyms, syn)
+		}
+	}
+}
+
+// learnDefaults learns the topic config defaults kfake reports, which are
+// the same for every topic: the values of keys the topic does not set, and
+// the synonyms of those it does.
+func (c *Cluster) learnDefaults(configs []kmsg.DescribeConfigsResponseResourceConfig) {
+	for _, e := range configs {
+		if e.Source != kmsg.ConfigSourceDynamicTopicConfig && e.Value != nil {
+			c.learnDefault(e.Name, *e.Value)
+		}
+		for _, syn := range e.ConfigSynonyms {
+			if syn.Source == kmsg.ConfigSourceDefaultConfig && syn.Name == e.Name && syn.Value != nil {
+				c.learnDefault(syn.Name, *syn.Value)
+			}
+		}
+	}
 }

@@ -168,6 +168,10 @@ func (cn *conn) renderDescribedTopics(im *image, req *kmsg.DescribeTopicPartitio
 			np.LeaderEpoch = pi.leaderEpoch
 			np.Replicas = append([]int32(nil), pi.replicas...)
 			np.ISR = append([]int32(nil), pi.isr...)
+			// Nullable, but Kafka sends empty lists when no replica is
+			// eligible, and the Java client reads them without a check.
+			np.EligibleLeaderReplicas = []int32{}
+			np.LastKnownELR = []int32{}
 			nt.Partitions = append(nt.Partitions, np)
 		}
 		return nt

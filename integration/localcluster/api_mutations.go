@@ -19,52 +19,72 @@ import (
 // as kfake applied them.
 
 func init() {
-	handlers[19] = handleMutation(recordCreateTopics)
-	handlers[20] = handleMutation(recordDeleteTopics)
-	handlers[37] = handleMutation(recordCreatePartitions)
-	handlers[33] = handleMutation(recordAlterConfigs)
-	handlers[44] = handleMutation(recordIncrementalAlterConfigs)
+	handlers[19] = handleMutation(recordCreateTopics, completeCreatedTopics)
+	handlers[20] = handleMutation(recordDeleteTopics, nil)
+	handlers[37] = handleMutation(recordCreatePartitions, nil)
+	handlers[33] = handleMutation(recordAlterConfigs, nil)
+	handlers[44] = handleMutation(recordIncrementalAlterConfigs, nil)
 }
 
 // recorder turns a mutation's response into its records, reading what kfake
 // did where the response does not say.
 type recorder func(ctx context.Context, c *Cluster, req kmsg.Request, resp kmsg.Response) ([]MetadataRecord, error)
 
+// completer fills in what kfake's answer lacks and Kafka's has, after the
+// recorder ran (validate-only answers too).
+type completer func(c *Cluster, resp kmsg.Response)
+
 // mutationReadTimeout bounds the reads of kfake state after a mutation.
 const mutationReadTimeout = 10 * time.Second
 
-func handleMutation(rec recorder) handler {
+func handleMutation(rec recorder, complete completer) handler {
 	return func(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 		req, err := x.request()
 		if err != nil {
 			return nil, err
 		}
+		c := cn.b.c
 		if validateOnly(req) {
+			if complete != nil {
+				x.post = func(resp kmsg.Response) int64 {
+					complete(c, resp)
+					return -1
+				}
+			}
 			return frame, nil
 		}
-		c := cn.b.c
 		if !c.lockMutation(cn.done) {
 			return nil, net.ErrClosed
 		}
 		x.release = c.unlockMutation
 		x.post = func(resp kmsg.Response) int64 {
-			ctx, cancel := context.WithTimeout(context.Background(), mutationReadTimeout)
-			defer cancel()
-			rs, err := rec(ctx, c, req, resp)
-			if err == nil && len(rs) > 0 {
-				err = c.commit(rs...)
+			token := c.commitMutation(x.key, req, resp, rec)
+			if complete != nil {
+				complete(c, resp)
 			}
-			if err != nil {
-				c.cfg.logger.Error("localcluster: mutation done by kfake but not committed to the metadata log", "request", kmsg.NameForKey(x.key), "err", err)
-				return -1
-			}
-			if len(rs) == 0 {
-				return -1
-			}
-			return c.log.end()
+			return token
 		}
 		return frame, nil
 	}
+}
+
+// commitMutation commits the records of a mutation kfake answered and
+// returns the commit offset, or -1 when nothing was committed.
+func (c *Cluster) commitMutation(key int16, req kmsg.Request, resp kmsg.Response, rec recorder) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), mutationReadTimeout)
+	defer cancel()
+	rs, err := rec(ctx, c, req, resp)
+	if err == nil && len(rs) > 0 {
+		err = c.commit(rs...)
+	}
+	if err != nil {
+		c.cfg.logger.Error("localcluster: mutation done by kfake but not committed to the metadata log", "request", kmsg.NameForKey(key), "err", err)
+		return -1
+	}
+	if len(rs) == 0 {
+		return -1
+	}
+	return c.log.end()
 }
 
 func validateOnly(req kmsg.Request) bool {
@@ -89,6 +109,40 @@ func recordCreateTopics(ctx context.Context, c *Cluster, _ kmsg.Request, r kmsg.
 		}
 	}
 	return c.topicCreationRecords(ctx, names)
+}
+
+// completeCreatedTopics answers a created topic (v5+) as Kafka does: with
+// every config of the topic, each with its source. kfake lists only the
+// keys the request set, with no source (-1), and no list at all (null) for
+// a topic created without configs; the Java client's Admin fails on both.
+func completeCreatedTopics(c *Cluster, r kmsg.Response) {
+	resp := r.(*kmsg.CreateTopicsResponse)
+	if resp.Version < 5 {
+		return
+	}
+	defaults := c.topicDefaults()
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		if t.ErrorCode != 0 {
+			continue
+		}
+		set := make(map[string]bool, len(t.Configs))
+		configs := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(t.Configs)+len(defaults))
+		for _, e := range t.Configs {
+			set[e.Name] = true
+			e.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
+			configs = append(configs, e)
+		}
+		for k, v := range defaults {
+			if !set[k] {
+				e := kmsg.NewCreateTopicsResponseTopicConfig()
+				e.Name, e.Value, e.Source = k, kmsg.StringPtr(v), int8(kmsg.ConfigSourceDefaultConfig)
+				configs = append(configs, e)
+			}
+		}
+		sort.Slice(configs, func(i, j int) bool { return configs[i].Name < configs[j].Name })
+		t.Configs = configs
+	}
 }
 
 func recordDeleteTopics(_ context.Context, c *Cluster, _ kmsg.Request, r kmsg.Response) ([]MetadataRecord, error) {
@@ -257,6 +311,9 @@ func (c *Cluster) kfakeDynamicConfigs(ctx context.Context, typ int8, names []str
 		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
 			return nil, fmt.Errorf("reading configs of %q from kfake: %w", r.ResourceName, err)
 		}
+		if typ == resourceTopic {
+			c.learnDefaults(r.Configs)
+		}
 		m := make(map[string]string)
 		for _, e := range r.Configs {
 			if e.Value == nil {
@@ -265,10 +322,6 @@ func (c *Cluster) kfakeDynamicConfigs(ctx context.Context, typ int8, names []str
 			switch e.Source {
 			case kmsg.ConfigSourceDynamicTopicConfig, kmsg.ConfigSourceDynamicBrokerConfig, kmsg.ConfigSourceDynamicDefaultBrokerConfig:
 				m[e.Name] = *e.Value
-			default:
-				if typ == resourceTopic {
-					c.learnDefault(e.Name, *e.Value)
-				}
 			}
 		}
 		out[r.ResourceName] = m

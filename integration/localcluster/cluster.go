@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"sort"
 	"strconv"
@@ -32,8 +33,10 @@ type Cluster struct {
 
 	kf      *kfake.Cluster
 	kfAddrs []string
-	doors   *sideDoors
-	direct  *kgo.Client // straight to kfake, to read what a mutation did
+	// kfVersions are the APIs kfake serves (unsupported.go); read once.
+	kfVersions map[int16]versionRange
+	doors      *sideDoors
+	direct     *kgo.Client // straight to kfake, to read what a mutation did
 
 	log *metadataLog
 
@@ -117,6 +120,14 @@ func New(opts ...Opt) (*Cluster, error) {
 		c.direct.Close()
 		kf.Close()
 		return nil, err
+	}
+	vctx, vcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err = c.readKfakeVersions(vctx)
+	vcancel()
+	if err != nil {
+		c.direct.Close()
+		kf.Close()
+		return nil, fmt.Errorf("localcluster: %w", err)
 	}
 	for i := range cfg.brokers {
 		lag, ok := cfg.brokerLag[int32(i)]
@@ -378,10 +389,14 @@ type Stats struct {
 	StaleAnswers        int64 // answers changed because the broker's image lags kfake
 	Commits             int64 // metadata batches committed
 	ClosedMalformed     int64 // connections closed for requests that do not parse
+	// RebootstrapRequired counts ApiVersions answered REBOOTSTRAP_REQUIRED
+	// (KIP-1242): clients that named another cluster or node, as after a
+	// Repoint to this cluster.
+	RebootstrapRequired int64
 }
 
 type stats struct {
-	connections, requests, waits, inconsistent, mismatches, stale, commits, malformed atomic.Int64
+	connections, requests, waits, inconsistent, mismatches, stale, commits, malformed, rebootstrap atomic.Int64
 }
 
 // Stats returns the counters of the cluster.
@@ -396,6 +411,7 @@ func (c *Cluster) Stats() Stats {
 		StaleAnswers:        s.stale.Load(),
 		Commits:             s.commits.Load(),
 		ClosedMalformed:     s.malformed.Load(),
+		RebootstrapRequired: s.rebootstrap.Load(),
 	}
 }
 
@@ -431,6 +447,13 @@ func (c *Cluster) topicDefault(name string) (string, bool) {
 	defer c.defaultsMu.Unlock()
 	v, ok := c.defaults[name]
 	return v, ok
+}
+
+// topicDefaults returns a copy of the topic config defaults learnt so far.
+func (c *Cluster) topicDefaults() map[string]string {
+	c.defaultsMu.Lock()
+	defer c.defaultsMu.Unlock()
+	return maps.Clone(c.defaults)
 }
 
 func sortedKeys(m map[string]string) []string {

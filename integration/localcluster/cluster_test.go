@@ -229,6 +229,8 @@ func TestRepointMisroutes(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no REBOOTSTRAP_REQUIRED")
 	}
+	require.Positive(t, b.Stats().RebootstrapRequired, "counted by the cluster that answered")
+	require.Zero(t, a.Stats().RebootstrapRequired)
 
 	// Pointed back, node 1 serves again.
 	require.NoError(t, a.Repoint(1, a, 1))

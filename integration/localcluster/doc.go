@@ -15,7 +15,9 @@
 //
 //   - api_mutations.go: CreateTopics, DeleteTopics, CreatePartitions,
 //     AlterConfigs and IncrementalAlterConfigs that succeed are committed to
-//     the log; their response header carries the commit offset.
+//     the log; their response header carries the commit offset. A created
+//     topic is answered, as by Kafka, with all its configs and their
+//     sources (kfake: only those set, with no source, or null).
 //   - broker.go: each broker applies the log after its lag ([Lag],
 //     [BrokerLag], [Cluster.SetLag]), whole batches at a time, unless
 //     paused ([Cluster.PauseApply]).
@@ -23,7 +25,10 @@
 //     image, as of the offset it applied. A lagging broker omits new topics
 //     from Metadata, answers UNKNOWN_TOPIC_OR_PARTITION to Produce, Fetch
 //     and ListOffsets for them, keeps showing deleted topics and old config
-//     values: the stale reads of real lagging brokers.
+//     values: the stale reads of real lagging brokers. Answers are
+//     completed where kfake's fall short of Kafka's and break clients such
+//     as the Java client's Admin: empty (not null) eligible leader replica
+//     lists, and config synonyms only when asked for, the entry first.
 //   - gateway.go: every flexible response header carries tag 0 =
 //     {cluster id, applied offset} (ApiVersions, whose response header is
 //     v0, goes to kfake untouched, so kfake performs the KIP-1242 check).
@@ -50,13 +55,17 @@
 //     wait, no INCONSISTENT_METADATA, no cluster id check). Lag, stale
 //     reads, ApiVersions and DescribeQuorum are unchanged, so clients can
 //     emulate tokens from those two offsets.
+//   - unsupported.go: a request for an API or version kfake does not
+//     serve (kfake would close the connection) is answered
+//     UNSUPPORTED_VERSION in the API's error fields.
 //   - sidedoor.go: the gateways (and the cluster's own control client)
 //     reach kfake over in-memory connections; kfake keeps its TCP ports
 //     ([Cluster.KfakeAddrs]) for anyone who wants kfake itself.
 //
 // Clients that send no token (plain kgo) work unchanged and see the stale
 // reads. [Cluster.Repoint] sends a gateway's new connections to a broker of
-// another Cluster, to test misrouted connections (KIP-1242).
+// another Cluster, to test misrouted connections (KIP-1242); the other
+// cluster's [Stats] count its REBOOTSTRAP_REQUIRED answers.
 //
 // Limits: topics created behind the gateways (kfake's auto-creation, its
 // Control hooks) are unknown to the log and hidden by every broker.

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -348,6 +349,9 @@ func (cn *conn) handle(frame []byte) error {
 		x.raw = true
 		return cn.forward(x, frame)
 	}
+	if !c.serves(h.key, h.version) {
+		return cn.answerUnsupported(x)
+	}
 	if h.hasState && c.readsTokens() {
 		if h.state.ClusterID != nil && string(h.state.ClusterID) != c.cfg.clusterID {
 			c.stats.mismatches.Add(1)
@@ -492,6 +496,12 @@ func (cn *conn) respond(x *exchange) ([]byte, error) {
 		return nil, err
 	}
 	if x.raw {
+		// A KIP-1242 rejection: the client named another cluster or node.
+		if len(frame) >= 10 && int16(binary.BigEndian.Uint16(frame[8:])) == kerr.RebootstrapRequired.Code {
+			cn.b.c.stats.rebootstrap.Add(1)
+			cn.b.c.cfg.logger.Info("localcluster: answered REBOOTSTRAP_REQUIRED: the client's ApiVersions named another cluster or node (KIP-1242)",
+				"node", cn.b.node, "cluster_id", cn.b.c.cfg.clusterID, "remote", cn.client.RemoteAddr().String())
+		}
 		return cn.rewriteAPIVersions(x, frame), nil
 	}
 	h, err := parseResponseHeader(frame, x.flexible)

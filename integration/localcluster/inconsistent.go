@@ -17,11 +17,17 @@ import (
 // inconsistentAnswer builds the INCONSISTENT_METADATA answer to x, and
 // reports false when the API has no way to carry it.
 func (cn *conn) inconsistentAnswer(x *exchange) (kmsg.Response, bool) {
+	return cn.errorAnswer(x, cn.b.c.cfg.inconsistentCode)
+}
+
+// errorAnswer builds an answer to x with code in every error field that
+// the request's topics, partitions or resources call for, and reports false
+// when the API has no way to carry it.
+func (cn *conn) errorAnswer(x *exchange, code int16) (kmsg.Response, bool) {
 	r, err := x.request()
 	if err != nil {
 		return nil, false
 	}
-	code := cn.b.c.cfg.inconsistentCode
 	resp := r.ResponseKind()
 	switch req := r.(type) {
 	case *kmsg.ProduceRequest:
@@ -157,6 +163,13 @@ func (cn *conn) inconsistentAnswer(x *exchange) (kmsg.Response, bool) {
 			rc := kmsg.NewFindCoordinatorResponseCoordinator()
 			rc.Key, rc.NodeID, rc.ErrorCode = k, -1, code
 			out.Coordinators = append(out.Coordinators, rc)
+		}
+	case *kmsg.StreamsGroupDescribeRequest:
+		out := resp.(*kmsg.StreamsGroupDescribeResponse)
+		for _, g := range req.Groups {
+			rg := kmsg.NewStreamsGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode = g, code
+			out.Groups = append(out.Groups, rg)
 		}
 	default:
 		if !setTopLevelError(resp, code) {

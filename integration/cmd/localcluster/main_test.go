@@ -7,8 +7,11 @@ import (
 	"flag"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,7 +58,7 @@ func TestRunServesAndDumps(t *testing.T) {
 	var out, errOut syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-brokers", "2", "-lag", "1ms", "-dump", "-cluster-id", "cmd-test", "-topics", "a,b", "-partitions", "2"}, &out, &errOut)
+		done <- run(ctx, []string{"-brokers", "2", "-lag", "1ms", "-dump", "-cluster-id", "cmd-test", "-topics", "a,b", "-partitions", "2"}, nil, &out, &errOut, nil)
 	}()
 	var bootstrap string
 	waitFor(t, "the bootstrap line", func() bool {
@@ -97,10 +100,12 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-lag", "-1s"},
 		{"-inconsistent-code", "70000"},
 		{"-nope"},
+		{"-switch-node", "3"},
+		{"-brokers", "2", "-switch-node", "-1"},
 		{"extra"},
 	} {
 		var out, errOut syncBuffer
-		err := run(context.Background(), args, &out, &errOut)
+		err := run(context.Background(), args, nil, &out, &errOut, nil)
 		require.Error(t, err, "%v", args)
 		require.NotContains(t, out.String(), "bootstrap:")
 	}
@@ -121,7 +126,7 @@ func TestRunNative(t *testing.T) {
 			defer cancel()
 			var out, errOut syncBuffer
 			done := make(chan error, 1)
-			go func() { done <- run(ctx, append([]string{"-brokers", "1"}, tc.args...), &out, &errOut) }()
+			go func() { done <- run(ctx, append([]string{"-brokers", "1"}, tc.args...), nil, &out, &errOut, nil) }()
 			var bootstrap string
 			waitFor(t, "the bootstrap line", func() bool {
 				for _, line := range strings.Split(out.String(), "\n") {
@@ -144,9 +149,12 @@ func TestRunNative(t *testing.T) {
 	}
 
 	var out, errOut syncBuffer
-	require.ErrorIs(t, run(context.Background(), []string{"-help"}, &out, &errOut), flag.ErrHelp)
+	require.ErrorIs(t, run(context.Background(), []string{"-help"}, nil, &out, &errOut, nil), flag.ErrHelp)
 	require.Contains(t, errOut.String(), "-native")
 	require.Contains(t, errOut.String(), "-native=false behaves like Apache Kafka 4.4")
+	for _, f := range []string{"-brokers", "-lag", "-cluster-id", "-wait-max", "-error-mode", "-inconsistent-code", "-dump", "-v", "-topics", "-partitions", "-second", "-switch-node", `"switch"`, "SIGUSR1"} {
+		require.Contains(t, errOut.String(), f, "-help explains %s", f)
+	}
 }
 
 // metadataHeaderTags sends Metadata v12 (flexible headers) over a plain TCP
@@ -180,4 +188,88 @@ func metadataHeaderTags(t *testing.T, addr string) uint64 {
 	n, k := binary.Uvarint(resp[4:])
 	require.Positive(t, k, "header tag count")
 	return n
+}
+
+// startRun runs the command with stdin and a switch signal channel and
+// returns its output once both bootstrap lines are printed.
+func startRun(t *testing.T, args ...string) (out, errOut *syncBuffer, stdin io.WriteCloser, signals chan os.Signal, lines map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	pr, pw := io.Pipe()
+	signals = make(chan os.Signal, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, pr, out, errOut, signals) }()
+	t.Cleanup(func() {
+		cancel()
+		pw.Close()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Error("run did not return after cancel")
+		}
+	})
+	lines = map[string]string{}
+	waitFor(t, "the bootstrap lines", func() bool {
+		for _, line := range strings.Split(out.String(), "\n") {
+			if k, v, ok := strings.Cut(line, ": "); ok {
+				lines[k] = v
+			}
+		}
+		return lines["bootstrap"] != "" && lines["bootstrap-b"] != ""
+	})
+	return out, errOut, pw, signals, lines
+}
+
+// -second runs cluster B; "switch" on stdin (or the signal) hands A's
+// node address to B, whose KIP-1242 check answers a kgo client of A
+// REBOOTSTRAP_REQUIRED, and the next "switch" hands it back.
+func TestRunSwitch(t *testing.T) {
+	out, _, stdin, signals, lines := startRun(t, "-brokers", "2", "-second", "-switch-node", "1", "-cluster-id", "sw")
+	require.Equal(t, "sw", lines["cluster-id"])
+	require.Equal(t, "sw-b", lines["cluster-id-b"])
+	addrs := strings.Split(lines["bootstrap"], ",")
+	require.Len(t, addrs, 2)
+
+	var rebootstraps atomic.Int64
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs[0]), kgo.OnRebootstrapRequired(func() ([]string, error) {
+		rebootstraps.Add(1)
+		return addrs[:1], nil
+	}))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = cl.Broker(1).Request(ctx, kmsg.NewPtrMetadataRequest()) // learns node 1 at addrs[1]
+	require.NoError(t, err)
+
+	_, err = io.WriteString(stdin, "switch\n")
+	require.NoError(t, err)
+	waitFor(t, "the switched line", func() bool {
+		return strings.Contains(out.String(), "switched: "+addrs[1]+" (cluster sw node 1) now serves cluster sw-b node 1")
+	})
+	cl.ForceMetadataRefresh()
+	waitFor(t, "REBOOTSTRAP_REQUIRED", func() bool {
+		_, _ = cl.Broker(1).Request(ctx, kmsg.NewPtrMetadataRequest())
+		return rebootstraps.Load() > 0
+	})
+
+	_, err = io.WriteString(stdin, "what\nswitch 9\nswitch x\n")
+	require.NoError(t, err)
+	waitFor(t, "the hints", func() bool {
+		return strings.Contains(out.String(), `unknown command "what"`) &&
+			strings.Contains(out.String(), "switch 9: no such node (have 0..1)") &&
+			strings.Contains(out.String(), `switch "x": not a node id`)
+	})
+
+	signals <- syscall.SIGUSR1
+	waitFor(t, "the switch back", func() bool {
+		return strings.Contains(out.String(), "switched: "+addrs[1]+" serves cluster sw node 1 again; REBOOTSTRAP_REQUIRED answered ")
+	})
+	require.NotContains(t, out.String(), "answered 0 times")
+	waitFor(t, "node 1 to serve again", func() bool {
+		_, err := cl.Broker(1).Request(ctx, kmsg.NewPtrMetadataRequest())
+		return err == nil
+	})
 }
