@@ -167,6 +167,13 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 		Changed: func() error {
 			return &rebootstrap.ClusterChangedError{From: cfg.pin, To: f.watcher.Cluster()}
 		},
+		Refuse: func() error {
+			if now := f.watcher.Cluster(); now != "" && now != cfg.pin {
+				return &rebootstrap.ClusterChangedError{From: cfg.pin, To: now}
+			}
+			return nil
+		},
+		Recheck: cfg.recheckEvery(),
 		NewClient: func() (*kgo.Client, error) {
 			cl, _, err := f.client(opts, nil)
 			return cl, err
@@ -456,6 +463,16 @@ func (f *Factory) rebootstrapEvent(ev rebootstrap.Event) {
 	}
 }
 
+// recheckEvery is how often a pinned producer whose cluster is gone asks the
+// bootstrap servers again: retry.backoff.ms if set, else 1s (the Java
+// client's reconnect.backoff.max.ms).
+func (c *config) recheckEvery() time.Duration {
+	if c.retryBackoff != nil && *c.retryBackoff > 0 {
+		return *c.retryBackoff
+	}
+	return time.Second
+}
+
 // validate checks cfg and translates it to franz-go options.
 func (c *config) validate() ([]kgo.Opt, error) {
 	b, err := c.build()
@@ -522,6 +539,10 @@ func (c *config) build() (built, error) {
 	if !idem {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
+	// A record fails once it has waited this long, whatever holds it: a
+	// broker that stays behind the token as much as one that is down.
+	// franz-go's own default is no bound at all.
+	opts = append(opts, kgo.RecordDeliveryTimeout(c.deliveryTimeout))
 	if c.linger != nil {
 		opts = append(opts, kgo.ProducerLinger(*c.linger))
 	}
@@ -629,6 +650,17 @@ func (c *config) security() ([]kgo.Opt, *tls.Config, error) {
 	return opts, cfg, nil
 }
 
+// misrouted reports whether the "err" value among keyvals is a misroute.
+func misrouted(keyvals []any) bool {
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		if k, _ := keyvals[i].(string); k == "err" {
+			err, _ := keyvals[i+1].(error)
+			return errors.Is(err, wire.ErrMisroute)
+		}
+	}
+	return false
+}
+
 // kgoLogger adapts a slog logger to franz-go's Logger.
 func kgoLogger(l *slog.Logger) kgo.Logger {
 	if l == nil {
@@ -653,7 +685,16 @@ func (a slogAdapter) Level() kgo.LogLevel {
 	}
 }
 
+// saslHint is franz-go's warning for a connection that failed before its
+// first answer.
+const saslHint = "read from broker errored, killing connection after 0 successful responses (is SASL missing?)"
+
 func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	if level == kgo.LogLevelWarn && msg == saslHint && misrouted(keyvals) {
+		// The wire layer closed it for naming another cluster, and has
+		// warned in those words: SASL has nothing to do with it.
+		level, msg = kgo.LogLevelDebug, "connection closed: it answered for another cluster"
+	}
 	lvl := slog.LevelError
 	switch level {
 	case kgo.LogLevelDebug:

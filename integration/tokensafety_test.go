@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/localcluster"
 	"github.com/kconsist/kconsist/producer"
@@ -271,4 +272,79 @@ func TestProduceToBrokerStuckBehindIsBounded(t *testing.T) {
 			require.Less(t, took, bound, "the hold is bounded")
 		})
 	}
+}
+
+// TestCancellationWhileBrokersHold: every broker holds requests (paused
+// behind the token, KIP-1243 waits of 30s). Calls return within 100ms of
+// their context's end all the same.
+func TestCancellationWhileBrokersHold(t *testing.T) {
+	c, err := localcluster.New(localcluster.Brokers(3), localcluster.WaitMax(30*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	ctx := testCtx(t, 60*time.Second)
+	f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...))
+	require.NoError(t, err)
+	defer f.Close()
+	adm, err := f.Admin()
+	require.NoError(t, err)
+	defer adm.Close()
+	created, err := adm.CreateTopic(ctx, 1, 1, nil, "held")
+	require.NoError(t, err)
+	require.NoError(t, created.Err)
+	p, err := factory.NewProducer(f, producer.String(), producer.String())
+	require.NoError(t, err)
+	cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{"held"})
+	require.NoError(t, err)
+	defer cons.Close()
+	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "held", Value: "warm"})
+	require.NoError(t, err)
+	for got := 0; got == 0; {
+		recs, err := cons.Poll(ctx, 10)
+		require.NoError(t, err)
+		got = len(recs)
+	}
+	for node := range int32(3) {
+		require.NoError(t, c.PauseApply(node))
+		defer c.ResumeApply(node)
+	}
+	created, err = adm.CreateTopic(ctx, 1, 1, nil, "moves-the-token")
+	require.NoError(t, err)
+	require.NoError(t, created.Err)
+
+	const wait = 300 * time.Millisecond
+	within := func(name string, call func(context.Context) error) {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		start := time.Now()
+		err := call(cctx)
+		late := time.Since(start) - wait
+		t.Logf("%s: returned %v after the context ended: %v", name, late.Round(time.Millisecond), err)
+		require.Error(t, err, name)
+		require.Less(t, late, 100*time.Millisecond, "%s returned late", name)
+	}
+	within("admin ListTopics", func(ctx context.Context) error { _, err := adm.ListTopics(ctx, "held"); return err })
+	within("Produce", func(ctx context.Context) error {
+		_, err := p.Produce(ctx, producer.Record[string, string]{Topic: "held", Value: "v"})
+		return err
+	})
+	within("Poll", func(ctx context.Context) error {
+		recs, err := cons.Poll(ctx, 10)
+		if err == nil && len(recs) > 0 {
+			return nil
+		}
+		if err == nil {
+			return ctx.Err()
+		}
+		return err
+	})
+	within("producer Close", func(ctx context.Context) error {
+		for range 5 {
+			_ = p.ProduceAsync(ctx, producer.Record[string, string]{Topic: "held", Value: "pending"}, nil)
+		}
+		if err := p.Close(ctx); err != nil {
+			return err
+		}
+		return ctx.Err()
+	})
 }

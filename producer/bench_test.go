@@ -156,3 +156,33 @@ func compareProduce(b *testing.B, value []byte, newClient func(*testing.B) *kgo.
 		}, p.Flush)
 	})
 }
+
+// BenchmarkProduceSync compares a synchronous produce, one 1 KiB record at a
+// time, with kgo's ProduceSync on a one-broker kfake, at franz-go's default
+// linger (10ms): both stop lingering for a record the caller waits on.
+//
+//	go test -run '^$' -bench BenchmarkProduceSync -benchtime 2000x -count 6 ./producer/
+func BenchmarkProduceSync(b *testing.B) {
+	value := make([]byte, 1024)
+	ctx := context.Background()
+	b.Run("kgo", func(b *testing.B) {
+		cl := benchClient(b, value)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: value}).FirstErr(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("producer", func(b *testing.B) {
+		p := New(benchClient(b, value), Bytes(), Bytes())
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if _, err := p.Produce(ctx, Record[[]byte, []byte]{Topic: "t", Value: value}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -82,6 +82,17 @@ type Follow struct {
 	// Pinned producers fail records with Changed() instead of following.
 	Pinned  bool
 	Changed func() error
+	// Refuse, for a pinned producer, returns the error to fail records
+	// with while the bootstrap servers name another cluster than the
+	// pinned one, and nil while they name the pinned one. It is asked
+	// after each cluster change: from then on, records fail at once
+	// instead of waiting in a client that cannot deliver them. Nil: a
+	// pinned producer fails only the records its client gives back.
+	Refuse func() error
+	// Recheck is how often, at most, a producer refusing records asks
+	// Watch to check the bootstrap servers again (so that it notices
+	// the pinned cluster coming back); 1s if zero.
+	Recheck time.Duration
 	// NewClient makes the client that takes over after a change.
 	NewClient func() (*kgo.Client, error)
 	// Inconsistent and InconsistentOn tell which failures brokers behind
@@ -124,6 +135,12 @@ type engine struct {
 	topics sync.Map
 	cancel func()
 	closed atomic.Bool // Close began: no new client
+	// refused is set while a pinned producer's cluster is gone from
+	// behind the bootstrap servers (Follow.Refuse): records fail at once.
+	refused atomic.Pointer[ClusterChangedError]
+	// lastRecheck is when (UnixNano) a refused record last asked for a
+	// check.
+	lastRecheck atomic.Int64
 
 	// Outcomes are delivered in the order franz-go gives them, which
 	// keeps its per-partition order: the promise delivers one itself
@@ -151,6 +168,8 @@ type engine struct {
 type outcome struct {
 	x   *inflight
 	err error
+	// final: err is the verdict already, there is none to wait for.
+	final bool
 }
 
 // beginLocked counts one more thing Flush waits for; e.omu is held.
@@ -260,10 +279,52 @@ func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
 		c := e.cur.Load()
 		e.cur.Store(newCurrent(c.cl, f.Watch.Generation(), c.seq))
 		if f.Pinned {
-			e.cancel = f.Watch.OnChange(e.failBuffered)
+			e.cancel = f.Watch.OnChange(e.pinnedChange)
 		}
 	}
 	return p
+}
+
+// pinnedChange is a pinned producer's reaction to a cluster change: refuse
+// records while the bootstrap servers name another cluster, and fail those
+// the client holds.
+func (e *engine) pinnedChange() {
+	if e.follow.Refuse != nil {
+		if err := e.follow.Refuse(); err != nil {
+			e.lastRecheck.Store(time.Now().UnixNano()) // this was a check
+			e.refused.Store(&ClusterChangedError{Err: err})
+			if e.retire() {
+				return
+			}
+		} else {
+			e.refused.Store(nil)
+		}
+	}
+	e.failBuffered()
+}
+
+// retire replaces the current client of a producer that refuses records by
+// a fresh one, which stays idle until records are sent again: the old one
+// would keep reconnecting to a bootstrap server of another cluster, which
+// the pin refuses, for as long as it holds records or topics. Closing it
+// fails the records it holds. It reports false if no client was made.
+func (e *engine) retire() bool {
+	if e.follow.NewClient == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return false // Close closes the client
+	}
+	next, err := e.follow.NewClient()
+	if err != nil {
+		return false
+	}
+	e.failBuffered() // purged quietly, where closing would log each partition
+	c := e.cur.Load()
+	e.replaceLocked(c, next, c.gen)
+	return true
 }
 
 // failBuffered fails every record the current client still holds.
@@ -367,20 +428,117 @@ func result(r *kgo.Record) Result {
 	return Result{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
 }
 
-// Produce sends one record and waits for its acknowledgement.
+// Produce sends one record and waits for its acknowledgement. Once the
+// record is buffered its partition stops lingering, as with kgo's
+// ProduceSync: a caller that waits gains nothing from a batch growing. (A
+// record for a topic the client has not loaded yet is partitioned later,
+// when its metadata arrives, and lingers then, as with kgo.)
 func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, error) {
-	type outcome struct {
-		r   Result
-		err error
+	if ctx == nil { // as franz-go takes it
+		ctx = context.Background()
 	}
-	ch := make(chan outcome, 1)
-	x, err := p.prepare(ctx, &r, func(r Result, err error) { ch <- outcome{r, err} })
+	w := &oneWaiter{ch: make(chan struct{})}
+	x, err := p.prepare(ctx, &r, w.done)
 	if err != nil {
 		return Result{}, err
 	}
-	p.e.send(x)
-	o := <-ch
-	return o.r, o.err
+	xs := [1]*inflight{x}
+	var recs [1]*kgo.Record
+	if ctx.Done() == nil {
+		p.e.sendSync(x.ctx, xs[:], recs[:])
+		<-w.ch
+		return w.r, w.err
+	}
+	// franz-go's ProduceSync returns only once the record has its outcome,
+	// which a broker holding the request behind the token may delay for
+	// long: the caller's context ends the wait, not the record.
+	p.e.omu.Lock()
+	started := p.e.goLocked(func() { p.e.sendSync(x.ctx, xs[:], recs[:]) })
+	p.e.omu.Unlock()
+	if !started {
+		p.e.sendSync(x.ctx, xs[:], recs[:])
+	}
+	select {
+	case <-w.ch:
+		return w.r, w.err
+	case <-ctx.Done():
+		return Result{}, p.e.gaveUp(ctx, x)
+	}
+}
+
+// gaveUp is the error of a Produce whose caller's context ended before the
+// record's outcome; the record itself may still be written. When brokers
+// answered INCONSISTENT_METADATA meanwhile, that is named as the likely
+// reason it waited.
+func (e *engine) gaveUp(ctx context.Context, x *inflight) error {
+	err := fmt.Errorf("producer: record to %s not acknowledged before the context ended (it may still be written): %w", x.rec.Topic, context.Cause(ctx))
+	if at := e.follow.Inconsistent; at != nil && int32(uint32(at())-x.inc0) > 0 {
+		return fmt.Errorf("%w: %w", err, consistency.ErrInconsistentMetadata)
+	}
+	return err
+}
+
+// oneWaiter is what Produce waits on; its done is the record's callback.
+type oneWaiter struct {
+	ch  chan struct{}
+	r   Result
+	err error
+}
+
+func (w *oneWaiter) done(r Result, err error) {
+	w.r, w.err = r, err
+	close(w.ch)
+}
+
+// ProduceResult is the outcome of one record of ProduceSync.
+type ProduceResult struct {
+	Result Result
+	Err    error
+}
+
+// ProduceResults are the outcomes of ProduceSync, in the order of its
+// records.
+type ProduceResults []ProduceResult
+
+// FirstErr returns the first error among rs, or nil.
+func (rs ProduceResults) FirstErr() error {
+	for _, r := range rs {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
+}
+
+// ProduceSync sends records and waits until each is acknowledged or failed;
+// as with Produce, their partitions stop lingering once they are buffered.
+// Results are in the order of records. The error is a serialization error:
+// then no record was sent. Records of one partition are written in the
+// order given.
+func (p *Producer[K, V]) ProduceSync(ctx context.Context, records ...Record[K, V]) (ProduceResults, error) {
+	if ctx == nil { // as franz-go takes it
+		ctx = context.Background()
+	}
+	out := make(ProduceResults, len(records))
+	if len(records) == 0 {
+		return out, nil
+	}
+	var wg sync.WaitGroup
+	xs := make([]*inflight, len(records))
+	for i := range records {
+		x, err := p.prepare(ctx, &records[i], func(r Result, err error) {
+			out[i] = ProduceResult{r, err}
+			wg.Done()
+		})
+		if err != nil {
+			return nil, fmt.Errorf("record %d of %d: %w", i, len(records), err)
+		}
+		xs[i] = x
+	}
+	wg.Add(len(xs))
+	p.e.sendSync(ctx, xs, make([]*kgo.Record, len(xs)))
+	wg.Wait()
+	return out, nil
 }
 
 // ProduceAsync serializes r and queues it; done is called once with the
@@ -405,7 +563,62 @@ func ignoreResult(Result, error) {}
 // send gives x to the current client; x.done is called once with the final
 // outcome.
 func (e *engine) send(x *inflight) {
+	if r := e.refused.Load(); r != nil && e.stillRefused() {
+		e.refuse(x, r)
+		return
+	}
 	c := e.cur.Load()
+	e.prime(c, x)
+	if c.hooked {
+		// A promise that knows x: a hook may have replaced the Context.
+		c.cl.Produce(x.ctx, &x.rec, func(_ *kgo.Record, err error) { e.settle(x, err) })
+	} else {
+		c.cl.Produce(x.ctx, &x.rec, e.promise)
+	}
+	e.recheckRefused()
+}
+
+// refuse fails x, which was not sent, with r: through the queue, so that
+// its callback runs on the producer's goroutine after the outcomes before
+// it, and the record's own caller never runs it.
+func (e *engine) refuse(x *inflight, r *ClusterChangedError) {
+	if x.seq&resentFlag != 0 { // Flush waits for it: count it off once queued
+		x.seq &^= resentFlag
+		defer e.end()
+	}
+	e.enqueue(outcome{x: x, err: r, final: true})
+}
+
+// stillRefused reports whether records are still refused, starting a check
+// of the bootstrap servers now and then: the pinned cluster may come back
+// behind them, and no client of the producer talks to them meanwhile.
+func (e *engine) stillRefused() bool {
+	every := e.follow.Recheck
+	if every <= 0 {
+		every = time.Second
+	}
+	now := time.Now().UnixNano()
+	if last := e.lastRecheck.Load(); now-last >= int64(every) && e.lastRecheck.CompareAndSwap(last, now) {
+		e.follow.Watch.Check(false)
+	}
+	if e.follow.Refuse() == nil {
+		e.refused.Store(nil)
+		return false
+	}
+	return true
+}
+
+// recheckRefused fails, again, what the client holds if records became
+// refused while one was being given to it: the change's own purge may have
+// run just before.
+func (e *engine) recheckRefused() {
+	if e.follow.Pinned && e.refused.Load() != nil {
+		e.failBuffered()
+	}
+}
+
+// prime readies x to be given to c.
+func (e *engine) prime(c *current, x *inflight) {
 	x.seq = c.seq | x.seq&resentFlag
 	if e.follow.Pinned {
 		if _, ok := e.topics.Load(x.rec.Topic); !ok {
@@ -417,13 +630,63 @@ func (e *engine) send(x *inflight) {
 	}
 	if c.hooked {
 		// A hook may replace the record's Context: give it the
-		// caller's, as franz-go would, and a promise that knows x.
+		// caller's, as franz-go would.
 		x.rec.Context = x.ctx
-		c.cl.Produce(x.ctx, &x.rec, func(_ *kgo.Record, err error) { e.settle(x, err) })
+	} else {
+		x.rec.Context = x
+	}
+}
+
+// sendSync gives xs, all with context ctx, to the current client through
+// kgo's ProduceSync, which stops their partitions lingering, and settles
+// each once its promise ran; recs is room for their kgo records. Settling
+// after ProduceSync returns, in the order franz-go called the promises,
+// keeps each partition's order among these records and after any record
+// this goroutine produced before (whose promise ran before theirs).
+func (e *engine) sendSync(ctx context.Context, xs []*inflight, recs []*kgo.Record) {
+	if r := e.refused.Load(); r != nil && e.stillRefused() {
+		for _, x := range xs {
+			e.refuse(x, r)
+		}
 		return
 	}
-	x.rec.Context = x
-	c.cl.Produce(x.ctx, &x.rec, e.promise)
+	c := e.cur.Load()
+	for i, x := range xs {
+		e.prime(c, x)
+		recs[i] = &x.rec
+	}
+	results := c.cl.ProduceSync(ctx, recs...)
+	e.recheckRefused()                  // before the records are settled: nothing waits now
+	var byRec map[*kgo.Record]*inflight // a hooked client's records, for many
+	for _, res := range results {
+		x, ok := res.Record.Context.(*inflight)
+		if !ok || c.hooked {
+			x = findInflight(xs, res.Record, &byRec)
+		}
+		if x != nil {
+			e.settle(x, res.Err)
+		}
+	}
+}
+
+// findInflight returns the inflight of xs whose record is r; byRec caches
+// an index for long lists.
+func findInflight(xs []*inflight, r *kgo.Record, byRec *map[*kgo.Record]*inflight) *inflight {
+	if len(xs) <= 8 {
+		for _, x := range xs {
+			if &x.rec == r {
+				return x
+			}
+		}
+		return nil
+	}
+	if *byRec == nil {
+		*byRec = make(map[*kgo.Record]*inflight, len(xs))
+		for _, x := range xs {
+			(*byRec)[&x.rec] = x
+		}
+	}
+	return (*byRec)[r]
 }
 
 // promised is the promise of records given to a client without record
@@ -453,13 +716,18 @@ func (e *engine) settle(x *inflight, err error) {
 		deliver(x, err)
 		return
 	}
+	e.enqueue(outcome{x: x, err: err})
+}
+
+// enqueue puts o behind the outcomes that wait; drain delivers it.
+func (e *engine) enqueue(o outcome) {
 	e.omu.Lock()
 	if e.joined { // only for a record produced after Close
 		e.omu.Unlock()
-		deliver(x, err)
+		deliver(o.x, o.err)
 		return
 	}
-	e.queue = append(e.queue, outcome{x, err})
+	e.queue = append(e.queue, o)
 	e.queued.Add(1)
 	e.beginLocked()
 	if !e.draining {
@@ -496,7 +764,7 @@ func (e *engine) drain() {
 		e.queue[0] = outcome{}
 		e.queue = e.queue[1:]
 		e.omu.Unlock()
-		if o.err != nil && e.awaitsVerdict(o.x) {
+		if o.err != nil && !o.final && e.awaitsVerdict(o.x) {
 			e.afterFailure(o.x, o.err)
 		} else {
 			deliver(o.x, o.err)
@@ -523,6 +791,13 @@ func (e *engine) afterFailure(x *inflight, err error) {
 	c := e.cur.Load()
 	swapped := c.seq != x.client() // another failure already moved on
 	switch {
+	case e.follow.Pinned && e.follow.Refuse != nil:
+		// The change's callback ran before the verdict: refused says it.
+		if r := e.refused.Load(); r != nil {
+			x.done(Result{}, r)
+		} else {
+			x.done(Result{}, err)
+		}
 	case now == c.gen && !swapped:
 		x.done(Result{}, err)
 	case e.follow.Pinned:
@@ -582,6 +857,13 @@ func (e *engine) followChange(gen uint64, old uint32) error {
 	if err != nil {
 		return fmt.Errorf("producer: follow the cluster change: %w", err)
 	}
+	e.replaceLocked(c, next, gen)
+	return nil
+}
+
+// replaceLocked makes next, for generation gen, the client instead of c,
+// and closes c in the background; e.mu is held.
+func (e *engine) replaceLocked(c *current, next *kgo.Client, gen uint64) {
 	e.cur.Store(newCurrent(next, gen, c.seq+1))
 	e.omu.Lock()
 	e.beginLocked() // Flush waits until the old client's records are back
@@ -591,7 +873,6 @@ func (e *engine) followChange(gen uint64, old uint32) error {
 		closeClient(c.cl)
 		e.end()
 	}
-	return nil
 }
 
 // closeClient closes cl and waits until it has called the promise of every
@@ -626,9 +907,11 @@ func (e *engine) flush(ctx context.Context) error {
 }
 
 // Close flushes (bounded by ctx) and closes the producer. Records still
-// buffered when ctx ends fail with an error. No record is sent after Close
-// returns, not even one a cluster change would have sent again, and every
-// done callback has run.
+// buffered when ctx ends fail with an error. When Close returns nil, no
+// record is sent any more, not even one a cluster change would have sent
+// again, and every done callback has run. When ctx ends first, Close
+// returns its error at once and the closing finishes in the background
+// (franz-go's own Close takes at most about a second more).
 func (p *Producer[K, V]) Close(ctx context.Context) error {
 	e := &p.e
 	e.closed.Store(true)
@@ -636,22 +919,37 @@ func (p *Producer[K, V]) Close(ctx context.Context) error {
 		e.cancel()
 	}
 	err := e.flush(ctx)
-	e.mu.Lock() // no client swap in progress
-	e.omu.Lock()
-	e.shut = true
-	e.omu.Unlock()
-	e.stopNow()
-	cl := e.cur.Load().cl
-	e.mu.Unlock()
-	closeClient(cl)
-	// Nothing is sent again now and nothing waits for a verdict: what is
-	// left ends without waiting on the network.
-	_, _ = e.waitIdle(context.Background())
-	e.omu.Lock()
-	e.joined = true
-	e.omu.Unlock()
-	e.wg.Wait()
-	return err
+	// franz-go's Close can take a while of its own (it gives a last client
+	// metrics push up to 1s, which a broker holding requests delays): the
+	// caller's context bounds Close, and the rest finishes behind it.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.mu.Lock() // no client swap in progress
+		e.omu.Lock()
+		e.shut = true
+		e.omu.Unlock()
+		e.stopNow()
+		cl := e.cur.Load().cl
+		e.mu.Unlock()
+		closeClient(cl)
+		// Nothing is sent again now and nothing waits for a verdict: what
+		// is left ends without waiting on the network.
+		_, _ = e.waitIdle(context.Background())
+		e.omu.Lock()
+		e.joined = true
+		e.omu.Unlock()
+		e.wg.Wait()
+	}()
+	select {
+	case <-done:
+		return err
+	case <-ctx.Done():
+		if err == nil {
+			err = context.Cause(ctx)
+		}
+		return fmt.Errorf("producer: close: the context ended first; the client finishes closing in the background: %w", err)
+	}
 }
 
 // attribute returns the error to report for x, which failed with err: a

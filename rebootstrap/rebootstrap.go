@@ -411,7 +411,8 @@ func (w *Watcher) ask() string {
 func (w *Watcher) check(rebootstrapped bool) {
 	now := w.ask()
 	w.mu.Lock()
-	before := w.cluster
+	prev := w.cluster
+	before := prev
 	if w.Pin != "" {
 		before = w.Pin
 	}
@@ -421,7 +422,10 @@ func (w *Watcher) check(rebootstrapped bool) {
 	ev := Event{Rebootstrapped: rebootstrapped, From: before, To: now}
 	if now != "" {
 		w.cluster = now
-		if before != "" && now != before {
+		// A pinned watcher reports a move away from the pin once, not at
+		// every check while the bootstrap servers name the other cluster:
+		// each report fails records and warns.
+		if before != "" && now != before && (w.Pin == "" || now != prev) {
 			w.gen++
 			ev.Changed = true
 			// A pinned factory never follows the change, so its tokens
