@@ -1,6 +1,7 @@
 package kafkatest
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -75,7 +76,7 @@ func makeArchive(java, classpath string) string {
 		dir: filepath.Join(tmp, "cluster"), trainArchive: dump}
 	// The archive is written when the broker's JVM exits normally, so the
 	// training broker is stopped with SIGTERM, not killed.
-	err = c.boot(config{nodes: 1})
+	err = c.boot(context.Background(), config{nodes: 1})
 	if stopErr := c.Stop(1); err == nil {
 		err = stopErr
 	}

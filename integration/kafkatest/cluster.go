@@ -134,7 +134,9 @@ func validClusterID(id string) error {
 // Cluster is a running Apache Kafka cluster made of child processes of the
 // test. Its methods are safe for concurrent use.
 type Cluster struct {
-	t         testing.TB
+	t         testing.TB // nil for StartCluster
+	root      string     // removed by Close; set by StartCluster
+	closeOnce sync.Once
 	id        string
 	java      string
 	classpath string
@@ -166,21 +168,65 @@ type node struct {
 // cluster, returning once every node answers Metadata listing all nodes.
 // Everything it starts is killed in t.Cleanup; if the test failed, the tail
 // of every node's log is logged first. Start fails the test when java (or
-// mvn, without KAFKA_HOME) is missing, and skips it under -short.
+// mvn, without KAFKA_HOME) is missing, and skips it under -short. Programs
+// that are not tests use [StartCluster].
 func Start(t testing.TB, opts ...Opt) *Cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("kafkatest: real Apache Kafka tests are skipped with -short")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, cfg, err := prepare(ctx, opts)
+	if err != nil {
+		t.Fatalf("kafkatest.Start: %v", err)
+	}
+	c.t = t
+	// The temp dir is made before the cleanup is registered, so that the
+	// processes are gone (and logs read) before it is removed.
+	root := t.TempDir()
+	t.Cleanup(c.cleanup)
+	if err := c.bootRetrying(ctx, root, cfg, t.Logf); err != nil {
+		t.Fatalf("kafkatest.Start: %v", err)
+	}
+	return c
+}
+
+// StartCluster is [Start] for programs that are not tests: it provisions
+// Kafka, starts the cluster in a new temporary directory and returns once
+// every node answers, or returns an error (wrapping [ErrMissingTool] when
+// java or mvn is missing). ctx bounds provisioning and start-up. The caller
+// must call [Cluster.Close], which ends the nodes and removes the
+// directory. The nodes are also killed if the program dies (on Linux).
+func StartCluster(ctx context.Context, opts ...Opt) (*Cluster, error) {
+	c, cfg, err := prepare(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("kafkatest.StartCluster: %w", err)
+	}
+	root, err := os.MkdirTemp("", "kafkatest-")
+	if err != nil {
+		return nil, fmt.Errorf("kafkatest.StartCluster: %w", err)
+	}
+	c.root = root
+	if err := c.bootRetrying(ctx, root, cfg, nil); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("kafkatest.StartCluster: %w", err)
+	}
+	return c, nil
+}
+
+// prepare checks opts, finds java and provisions Kafka: everything before
+// the first process starts.
+func prepare(ctx context.Context, opts []Opt) (*Cluster, config, error) {
 	cfg := config{nodes: 1, startTimeout: 2 * time.Minute}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
-			t.Fatalf("kafkatest.Start: %v", err)
+			return nil, cfg, err
 		}
 	}
 	for id := range cfg.advertised {
 		if id < 1 || int(id) > cfg.nodes {
-			t.Fatalf("kafkatest.Start: AdvertisedAddr names node %d, but the cluster has nodes 1..%d", id, cfg.nodes)
+			return nil, cfg, fmt.Errorf("AdvertisedAddr names node %d, but the cluster has nodes 1..%d", id, cfg.nodes)
 		}
 	}
 	if cfg.clusterID == "" {
@@ -188,41 +234,41 @@ func Start(t testing.TB, opts ...Opt) *Cluster {
 	}
 	java, err := exec.LookPath("java")
 	if err != nil {
-		t.Fatalf("kafkatest.Start: %v: java is not on PATH; install a Java 17+ runtime (e.g. apt-get install openjdk-17-jre-headless)", ErrMissingTool)
+		return nil, cfg, fmt.Errorf("%w: java is not on PATH; install a Java 17+ runtime (e.g. apt-get install openjdk-17-jre-headless)", ErrMissingTool)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	cp, err := Provision(ctx)
 	if err != nil {
-		t.Fatalf("kafkatest.Start: %v", err)
+		return nil, cfg, err
 	}
-
-	c := &Cluster{t: t, id: cfg.clusterID, java: java, classpath: cp, timeout: cfg.startTimeout}
+	c := &Cluster{id: cfg.clusterID, java: java, classpath: cp, timeout: cfg.startTimeout}
 	if a := classArchive(java, cp); a != "" {
 		c.jvmExtra = []string{"-XX:SharedArchiveFile=" + a}
 	}
-	// The temp dir is made before the cleanup is registered, so that the
-	// processes are gone (and logs read) before it is removed.
-	root := t.TempDir()
-	t.Cleanup(c.cleanup)
-	// Free ports are found by binding :0 and letting go, so another process
-	// can take one before Kafka binds it. That shows as a bind failure, and
-	// a second try with new ports almost surely succeeds.
+	return c, cfg, nil
+}
+
+// bootRetrying boots the cluster under root. Free ports are found by
+// binding :0 and letting go, so another process can take one before Kafka
+// binds it. That shows as a bind failure, and a second try with new ports
+// almost surely succeeds. logf, if not nil, is told of each retry.
+func (c *Cluster) bootRetrying(ctx context.Context, root string, cfg config, logf func(string, ...any)) error {
 	for attempt := 1; ; attempt++ {
 		c.dir = filepath.Join(root, fmt.Sprintf("try-%d", attempt))
-		err = c.boot(cfg)
+		err := c.boot(ctx, cfg)
 		if err == nil {
-			return c
+			return nil
 		}
-		if attempt == 3 || !c.bindFailed() {
-			t.Fatalf("kafkatest.Start: %v", err)
+		if attempt == 3 || !c.bindFailed() || ctx.Err() != nil {
+			return err
 		}
-		t.Logf("kafkatest.Start: a port was taken (attempt %d), retrying with new ports", attempt)
+		if logf != nil {
+			logf("kafkatest.Start: a port was taken (attempt %d), retrying with new ports", attempt)
+		}
 		c.killAll()
 	}
 }
 
-func (c *Cluster) boot(cfg config) error {
+func (c *Cluster) boot(ctx context.Context, cfg config) error {
 	ports, err := freePorts(3 * cfg.nodes)
 	if err != nil {
 		return err
@@ -276,7 +322,7 @@ func (c *Cluster) boot(cfg config) error {
 			return err
 		}
 	}
-	return c.waitReady(c.nodes)
+	return c.waitReady(ctx, c.nodes)
 }
 
 func (c *Cluster) jvmArgs() []string {
@@ -340,8 +386,8 @@ func (c *Cluster) launch(n *node) error {
 // waitReady polls each node in want over its own client listener until its
 // Metadata lists every node in want and a controller; it never sleeps on a
 // guess of how long Kafka takes.
-func (c *Cluster) waitReady(want []*node) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+func (c *Cluster) waitReady(ctx context.Context, want []*node) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	ids := make([]int32, 0, len(want))
 	for _, n := range want {
@@ -550,7 +596,7 @@ func (c *Cluster) Restart(id int32) error {
 			running = append(running, m)
 		}
 	}
-	return c.waitReady(running)
+	return c.waitReady(context.Background(), running)
 }
 
 // Running reports whether node id's process is alive.
@@ -610,7 +656,7 @@ func (c *Cluster) killAll() {
 }
 
 func (c *Cluster) cleanup() {
-	if c.t.Failed() {
+	if c.t != nil && c.t.Failed() {
 		for _, n := range c.nodes {
 			c.t.Logf("kafkatest: node %d log %s (tail):\n%s", n.id, n.logPath, tail(readFile(n.logPath), 60))
 		}
@@ -618,6 +664,22 @@ func (c *Cluster) cleanup() {
 	// The data is thrown away with the temp dir, so there is nothing a
 	// graceful shutdown would save.
 	c.killAll()
+}
+
+// Close ends every node at once (SIGKILL: the data is thrown away, so a
+// graceful shutdown would save nothing) and removes the directory
+// [StartCluster] made. A cluster from [Start] is closed by t.Cleanup; Close
+// may be called too. Close is idempotent and returns the directory
+// removal's error.
+func (c *Cluster) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		c.killAll()
+		if c.root != "" {
+			err = os.RemoveAll(c.root)
+		}
+	})
+	return err
 }
 
 func (c *Cluster) bindFailed() bool {

@@ -9,6 +9,8 @@
 //     default, or [Nodes](3) for three combined nodes (a three-voter quorum
 //     on which replication factor 3 works). Every process is ended by pid in
 //     t.Cleanup, and broker logs are printed (tail) when the test failed.
+//     [StartCluster] does the same for programs that are not tests; they
+//     end it with [Cluster.Close].
 //   - [Forwarder] is a switchable loopback TCP forwarder. Pointing a broker's
 //     advertised address at it ([AdvertisedAddr]) and switching it to another
 //     cluster reproduces a misrouted connection (KIP-1242) on demand. It
