@@ -5,12 +5,15 @@
 // available on [Client] with the same signature, rich results and partial
 // failures. What it adds is the guarantee: once CreateTopics, DeleteTopics,
 // CreatePartitions, AlterTopicConfigs (or any other metadata change)
-// returns, every client of the same factory sees the change on every broker
-// of a KIP-1243 cluster, because the response's metadata offset is in the
-// shared store and every later request carries it. A broker that has not
-// applied it yet waits, or answers INCONSISTENT_METADATA, which the client
-// retries within franz-go's request retry budget; past it, errors satisfy
-// errors.Is(err, consistency.ErrInconsistentMetadata).
+// returns, every client of the same factory sees the change on every
+// broker, because the change's metadata offset is in the shared store and
+// every later request waits for it. On a KIP-1243 cluster the offset comes
+// in the response and a broker that has not applied it waits, or answers
+// INCONSISTENT_METADATA; on Apache Kafka 4.4 and other KRaft clusters the
+// factory learns it from the cluster and holds the request itself until
+// the broker has caught up (see the factory package). Either way the
+// client retries within franz-go's request retry budget; past it, errors
+// satisfy errors.Is(err, consistency.ErrInconsistentMetadata).
 //
 // One behaviour differs from kadm on purpose: no method answers from
 // franz-go's metadata cache, which cannot know about tokens. kadm reads

@@ -1,12 +1,18 @@
 // Package factory makes Kafka clients that share one consistency store: the
 // Go form of KIP-1243's Factory.
 //
-// Every admin client, producer and consumer made by one [Factory] stamps its
-// requests with the latest metadata offset any of them has seen, and every
-// response advances it. So after an admin call returns, the factory's
-// producer and consumer see its effect on every broker of a KIP-1243
-// cluster: a lagging broker waits (or answers INCONSISTENT_METADATA, which
-// the clients retry) instead of serving stale metadata.
+// Every admin client, producer and consumer made by one [Factory] shares
+// one token: the latest metadata offset any of them has seen. So after an
+// admin call returns, the factory's producer and consumer see its effect on
+// every broker, and no read goes back to an older view. Where the brokers
+// implement KIP-1243 they send the token in every response and a lagging
+// broker waits (or answers INCONSISTENT_METADATA, which the clients retry)
+// instead of serving stale metadata. Apache Kafka 4.4 sends none, so by
+// default ([ModeAuto]) the factory makes the token from KRaft's own
+// offsets: the committed end of the metadata log (DescribeQuorum) after a
+// write, and each broker's applied offset (ApiVersions) before a request,
+// which waits until its broker has caught up. [Consistency] chooses the
+// mode; [EventConsistencyOff] reports a cluster where neither works.
 //
 //	f, err := factory.New(nil, factory.BootstrapServers("localhost:9092"))
 //	adm, err := f.Admin()

@@ -2,11 +2,14 @@ package factory_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
@@ -39,7 +42,8 @@ func quickStart(ctx context.Context, bootstrap string) error {
 		return err
 	}
 	defer adm.Close()
-	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "orders"); err != nil {
+	// On a second run the topic is there already, which is fine.
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "orders"); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return err
 	}
 
@@ -67,7 +71,9 @@ func quickStart(ctx context.Context, bootstrap string) error {
 		if len(recs) > 0 {
 			r := recs[0]
 			fmt.Printf("%s: %+v (partition %d, offset %d)\n", r.Key, r.Value, r.Partition, r.Offset)
-			fmt.Println("token:", f.Token())
+			tok := f.Token()
+			fmt.Println("token:", tok)                // readable, for logs
+			fmt.Println("to hand over:", tok.Token()) // parses back with consistency.ParseToken
 			return nil
 		}
 	}
@@ -94,6 +100,24 @@ func Example_quickStart() {
 	// Output:
 	// o-1: {ID:1 Item:book} (partition 0, offset 0)
 	// token: example-cluster@4
+	// to hand over: kc1.4.ZXhhbXBsZS1jbHVzdGVy
+}
+
+// TestQuickStartTwice: the code a user pastes from the README runs again
+// against the same cluster, where the topic exists already.
+func TestQuickStartTwice(t *testing.T) {
+	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for run := 1; run <= 2; run++ {
+		if err := quickStart(ctx, strings.Join(lc.Addrs(), ",")); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+	}
 }
 
 // Java client properties work as they are; unknown keys and bad values are

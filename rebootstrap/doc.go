@@ -2,9 +2,9 @@
 // metadata.cluster.check.enable (KIP-1242) onto franz-go, and keeps the
 // consistency store honest when a client lands on another cluster.
 //
-// franz-go v1.22.3 already names the expected cluster and node in
-// ApiVersions v5 and rebootstraps when a broker answers
-// REBOOTSTRAP_REQUIRED. This package decides when that happens:
+// franz-go itself names the expected cluster and node in ApiVersions v5 and
+// rebootstraps when a broker answers REBOOTSTRAP_REQUIRED. This package
+// decides when that happens:
 //
 //   - Strategy Rebootstrap with the cluster check on (the default): the check
 //     is sent, and a rebootstrap re-resolves bootstrap.servers (host names

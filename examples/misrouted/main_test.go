@@ -36,6 +36,9 @@ func TestRun(t *testing.T) {
 
 func TestBadArgs(t *testing.T) {
 	var out, errOut bytes.Buffer
+	// -h prints the usage and is no error (exit 0), as with Go's tools.
+	require.NoError(t, run(context.Background(), []string{"-h"}, &out, &errOut))
+	require.Contains(t, errOut.String(), "-timeout")
 	require.ErrorContains(t, run(context.Background(), []string{"extra"}, &out, &errOut), "unexpected arguments")
 	require.Error(t, run(context.Background(), []string{"-nosuchflag"}, &out, &errOut))
 }

@@ -3,25 +3,36 @@
 //
 //	go run ./examples/readyourwrites
 //
-// With no flags it starts an embedded local KIP-1243 cluster (package
-// integration/localcluster) of three brokers, two of which apply metadata
-// changes 500ms late, like brokers that are busy or far away. It then runs
-// the same flow twice: create a topic → produce → consume → create a second
-// topic and describe it (ListTopics, ListEndOffsets). Once through a kconsist
-// factory, whose clients share a consistency token, and once through plain
-// franz-go kgo/kadm clients with their default retries. It prints a table:
-// stale reads the application saw, stale answers the cluster served,
-// requests held back by the token, errors, and latency of each phase.
+// It runs the same flow twice: create a topic → produce → consume → create a
+// second topic and describe it (ListTopics, ListEndOffsets). Once through a
+// kconsist factory, whose clients share a consistency token, and once
+// through plain franz-go kgo/kadm clients with their default retries. It
+// prints a table: stale reads the application saw, stale answers the
+// cluster served, requests held back by the token, errors, and latency of
+// each phase.
+//
+// Where it runs:
+//
+//   - With no flags, on an embedded local cluster (package
+//     integration/localcluster) of three brokers, two of which apply
+//     metadata changes 500ms late, like brokers that are busy or far away.
+//     By default its brokers behave like Apache Kafka 4.4, the broker users
+//     run: no KIP-1243 header tokens, so the factory makes its tokens from
+//     KRaft offsets (consistency.mode auto) and holds its own requests
+//     until a broker has caught up. With -native they implement KIP-1243:
+//     they send tokens and hold requests themselves (or, with -error-mode,
+//     answer INCONSISTENT_METADATA). Only this cluster can count the stale
+//     answers it serves and the requests it holds.
+//   - With -realkafka, on three real Apache Kafka 4.4 nodes started as child
+//     JVMs (package integration/kafkatest: Java 17+, and Maven to fetch
+//     Kafka once).
+//   - With -brokers host:port[,...], on any running cluster, creating and
+//     deleting four topics named kconsist-ryw-<random>-*.
 //
 // The factory flow must read its writes: the command exits non-zero if it
-// saw a single stale read, lost a record or got an error. The plain flow is
-// expected to read stale data and never fails the run.
-//
-// With -brokers host:port[,...] it runs the factory flow against any cluster
-// instead (no side-by-side), creating and deleting two topics named
-// kconsist-ryw-<random>-*. Against a broker without KIP-1243 (any released
-// Apache Kafka) no token comes back: the run then shows the SDK working as a
-// plain client, and stale reads there are reported, not failed on.
+// saw a single stale read, lost a record or got an error, wherever the
+// factory held a token. The plain flow is expected to read stale data and
+// never fails the run; whether it does in a given run depends on timing.
 package main
 
 import (
@@ -35,6 +46,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -47,22 +59,39 @@ import (
 
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/integration/kafkatest"
 	"github.com/kconsist/kconsist/integration/localcluster"
 	"github.com/kconsist/kconsist/producer"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "readyourwrites:", err)
-		os.Exit(1)
-	}
+	code := exitCode(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
+	stop()
+	os.Exit(code)
 }
+
+// exitCode reports err, if any, and returns the process exit code. -h is
+// not an error: the usage was printed and that is all that was asked.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2 // the flag package printed the problem and the usage
+	}
+	fmt.Fprintln(stderr, "readyourwrites:", err)
+	return 1
+}
+
+// errUsage wraps flag errors that the flag package has already printed.
+var errUsage = errors.New("usage")
 
 // settings are the command's flags.
 type settings struct {
 	brokers     string
+	realKafka   bool
+	native      bool
 	lag         time.Duration
 	errorMode   bool
 	records     int
@@ -74,15 +103,33 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	var s settings
 	fs := flag.NewFlagSet("readyourwrites", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&s.brokers, "brokers", "", "bootstrap servers of a running cluster (host:port,...); default: an embedded local cluster and a side-by-side run")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: go run ./examples/readyourwrites [flags]
+
+Runs create topic → produce → consume → create and describe, through a
+kconsist factory and through plain kgo/kadm, and prints what each saw.
+Default: an embedded local cluster that behaves like Apache Kafka 4.4, whose
+brokers 1 and 2 apply metadata changes late.
+
+`)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&s.brokers, "brokers", "", "bootstrap servers of a running cluster (host:port,...) instead of the embedded one")
+	fs.BoolVar(&s.realKafka, "realkafka", false, "start 3 real Apache Kafka "+kafkatest.KafkaVersion+" nodes instead of the embedded cluster (needs Java 17+, and Maven unless KAFKA_HOME is set)")
+	fs.BoolVar(&s.native, "native", false, "embedded cluster: brokers implement KIP-1243 and send tokens; without it they behave like Apache Kafka 4.4 and the factory makes tokens from KRaft offsets")
 	fs.DurationVar(&s.lag, "lag", 500*time.Millisecond, "embedded cluster: how late brokers 1 and 2 apply metadata changes")
-	fs.BoolVar(&s.errorMode, "error-mode", false, "embedded cluster: lagging brokers answer INCONSISTENT_METADATA (the client retries) instead of holding the request")
+	fs.BoolVar(&s.errorMode, "error-mode", false, "embedded KIP-1243 cluster: lagging brokers answer INCONSISTENT_METADATA (the client retries) instead of holding the request")
 	fs.IntVar(&s.records, "records", 10, "records to produce and consume")
 	fs.DurationVar(&s.consumeWait, "consume-wait", 10*time.Second, "how long to wait for the produced records to be consumed")
-	fs.DurationVar(&s.timeout, "timeout", 2*time.Minute, "bound on the whole run")
+	fs.DurationVar(&s.timeout, "timeout", 2*time.Minute, "bound on the two flows (starting real Kafka is not counted)")
 	if err := fs.Parse(args); err != nil {
-		return s, err
+		if errors.Is(err, flag.ErrHelp) {
+			return s, err
+		}
+		return s, fmt.Errorf("%w: %w", errUsage, err)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case fs.NArg() > 0:
 		return s, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -92,6 +139,18 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		return s, fmt.Errorf("-lag %v: negative", s.lag)
 	case s.consumeWait <= 0 || s.timeout <= 0:
 		return s, errors.New("-consume-wait and -timeout must be positive")
+	case s.realKafka && s.brokers != "":
+		return s, errors.New("-realkafka and -brokers: give one cluster, not two")
+	}
+	if s.realKafka || s.brokers != "" {
+		for _, name := range []string{"lag", "error-mode", "native"} {
+			if set[name] {
+				return s, fmt.Errorf("-%s applies to the embedded cluster only, not to -realkafka or -brokers", name)
+			}
+		}
+	}
+	if s.errorMode && !s.native {
+		return s, errors.New("-error-mode needs -native: brokers without KIP-1243 never answer INCONSISTENT_METADATA")
 	}
 	return s, nil
 }
@@ -102,55 +161,96 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if s.brokers != "" {
-		return runExternal(ctx, s, stdout)
+	switch {
+	case s.brokers != "":
+		fmt.Fprintf(stdout, "Cluster at %s.\n\n", s.brokers)
+		return sideBySide(ctx, s, stdout, target{seeds: strings.Split(s.brokers, ","), prefix: randomPrefix()})
+	case s.realKafka:
+		return runRealKafka(ctx, s, stdout)
 	}
 	return runEmbedded(ctx, s, stdout)
+}
+
+func randomPrefix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // never fails
+	return "kconsist-ryw-" + hex.EncodeToString(b[:])
 }
 
 func runEmbedded(ctx context.Context, s settings, out io.Writer) error {
 	lc, err := localcluster.New(localcluster.Brokers(3),
 		localcluster.BrokerLag(1, s.lag), localcluster.BrokerLag(2, s.lag),
-		localcluster.ErrorMode(s.errorMode))
+		localcluster.ErrorMode(s.errorMode), localcluster.Native(s.native))
 	if err != nil {
 		return fmt.Errorf("start the local cluster: %w", err)
 	}
 	defer lc.Close()
-	mode := "hold a request until they catch up"
-	if s.errorMode {
-		mode = "answer INCONSISTENT_METADATA until they catch up"
+	if s.native {
+		mode := "hold a request until they catch up"
+		if s.errorMode {
+			mode = "answer INCONSISTENT_METADATA until they catch up"
+		}
+		fmt.Fprintf(out, "Embedded local cluster (KIP-1243): 3 brokers, brokers 1 and 2 apply metadata changes %v late\n", s.lag)
+		fmt.Fprintf(out, "  and, given a newer token, %s.\n", mode)
+	} else {
+		fmt.Fprintf(out, "Embedded local cluster behaving like Apache Kafka 4.4 (no KIP-1243): 3 brokers, brokers 1 and 2\n")
+		fmt.Fprintf(out, "  apply metadata changes %v late. The factory makes tokens from KRaft offsets and waits itself.\n", s.lag)
 	}
-	fmt.Fprintf(out, "Embedded local cluster (KIP-1243): 3 brokers, brokers 1 and 2 apply metadata changes %v late\n", s.lag)
-	fmt.Fprintf(out, "  and, given a newer token, %s.\n", mode)
 	fmt.Fprintf(out, "  bootstrap %s, cluster id %s\n\n", strings.Join(lc.Addrs(), ","), lc.ClusterID())
-	printFlow(out, s)
+	return sideBySide(ctx, s, out, target{seeds: lc.Addrs(), prefix: "ryw", lc: lc})
+}
 
-	fres, err := measured(lc, func() (*result, error) { return factoryFlow(ctx, s, lc.Addrs(), "ryw-factory") })
+func runRealKafka(ctx context.Context, s settings, out io.Writer) error {
+	fmt.Fprintf(out, "Starting 3 Apache Kafka %s nodes on loopback (child JVMs; Kafka is fetched by Maven on first use)...\n", kafkatest.KafkaVersion)
+	start := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	c, err := kafkatest.StartCluster(sctx, kafkatest.Nodes(3))
+	if err != nil {
+		if errors.Is(err, kafkatest.ErrMissingTool) {
+			return fmt.Errorf("-realkafka runs Apache Kafka as Java processes: %w", err)
+		}
+		return fmt.Errorf("start Apache Kafka: %w", err)
+	}
+	defer c.Close()
+	fmt.Fprintf(out, "  started in %s: bootstrap %s, cluster id %s\n", ms(time.Since(start)), strings.Join(c.BootstrapAddrs(), ","), c.ClusterID())
+	// The first produce on a fresh cluster takes about 2s, whoever sends
+	// it; a warm-up keeps that out of the first column.
+	fmt.Fprintln(out, "  warming up (one uncounted plain run)...")
+	wctx, wcancel := context.WithTimeout(ctx, s.timeout)
+	defer wcancel()
+	warm := s
+	warm.records = 1
+	if _, err := plainFlow(wctx, warm, c.BootstrapAddrs(), randomPrefix()+"-warmup"); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	fmt.Fprintln(out)
+	return sideBySide(ctx, s, out, target{seeds: c.BootstrapAddrs(), prefix: randomPrefix(), realKafka: true})
+}
+
+// target is the cluster both flows run on.
+type target struct {
+	seeds     []string
+	prefix    string                // topic name prefix
+	lc        *localcluster.Cluster // the embedded cluster, which counts; or nil
+	realKafka bool
+}
+
+func sideBySide(ctx context.Context, s settings, out io.Writer, t target) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	printFlow(out, s)
+	fres, err := measured(t.lc, func() (*result, error) { return factoryFlow(ctx, s, t.seeds, t.prefix+"-factory") })
 	if err != nil {
 		return err
 	}
-	pres, err := measured(lc, func() (*result, error) { return plainFlow(ctx, s, lc.Addrs(), "ryw-plain") })
+	pres, err := measured(t.lc, func() (*result, error) { return plainFlow(ctx, s, t.seeds, t.prefix+"-plain") })
 	if err != nil {
 		return err
 	}
 	printTable(out, fres, pres)
-	return verdict(out, s, fres, pres, true)
-}
-
-func runExternal(ctx context.Context, s settings, out io.Writer) error {
-	seeds := strings.Split(s.brokers, ",")
-	fmt.Fprintf(out, "Cluster at %s: factory flow only.\n\n", s.brokers)
-	printFlow(out, s)
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	res, err := factoryFlow(ctx, s, seeds, "kconsist-ryw-"+hex.EncodeToString(b[:]))
-	if err != nil {
-		return err
-	}
-	printTable(out, res, nil)
-	return verdict(out, s, res, nil, res.tokenKnown)
+	printLegend(out, t.lc != nil)
+	return verdict(out, s, t, fres, pres)
 }
 
 func printFlow(out io.Writer, s settings) {
@@ -159,8 +259,12 @@ func printFlow(out io.Writer, s settings) {
 	fmt.Fprintln(out)
 }
 
-// measured runs flow and records what the cluster counted meanwhile.
+// measured runs flow and, on the embedded cluster, records what the
+// cluster counted meanwhile.
 func measured(lc *localcluster.Cluster, flow func() (*result, error)) (*result, error) {
+	if lc == nil {
+		return flow()
+	}
 	before := lc.Stats()
 	res, err := flow()
 	if err != nil {
@@ -185,7 +289,9 @@ type result struct {
 	requests    int64
 	phases      [4]time.Duration
 	tokenKnown  bool
-	token       string
+	token       string // readable form, f.Token().String()
+	tokenText   string // the form to hand over, f.Token().Token()
+	offReason   error  // why the factory made no tokens (EventConsistencyOff)
 
 	clusterStats bool  // the next two are known
 	staleServed  int64 // answers the cluster changed because a broker lagged
@@ -251,11 +357,23 @@ type clients struct {
 
 func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string) (*result, error) {
 	counter := &requestCounter{}
+	var (
+		offMu  sync.Mutex
+		offErr error
+	)
+	observer := factory.ObserverFunc(func(ev factory.Event) {
+		if ev.Kind == factory.EventConsistencyOff {
+			offMu.Lock()
+			offErr = ev.Err
+			offMu.Unlock()
+		}
+	})
 	f, err := factory.New(nil, factory.BootstrapServers(seeds...), factory.ClientID("readyourwrites-factory"),
-		factory.KgoOpts(kgo.WithHooks(counter)))
+		factory.WithObserver(observer), factory.KgoOpts(kgo.WithHooks(counter)))
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	adm, err := f.Admin()
 	if err != nil {
 		return nil, err
@@ -305,7 +423,10 @@ func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string)
 	}
 	tok := f.Token()
 	res.tokenKnown = !tok.IsUnknown()
-	res.token = tok.String()
+	res.token, res.tokenText = tok.String(), tok.Token()
+	offMu.Lock()
+	res.offReason = offErr
+	offMu.Unlock()
 	res.retried = f.Stats().InconsistentMetadata
 	res.requests = counter.all.Load()
 	res.metadataReq = counter.metadata.Load()
@@ -485,7 +606,7 @@ func printTable(out io.Writer, results ...*result) {
 	row("clients", func(r *result) string { return r.name })
 	row("stale reads seen by the app", func(r *result) string { return fmt.Sprint(len(r.stale)) })
 	row("stale answers served (cluster count)", func(r *result) string { return cluster(r.staleServed, r) })
-	row("requests held for the token (cluster)", func(r *result) string { return cluster(r.held, r) })
+	row("requests held by brokers (cluster count)", func(r *result) string { return cluster(r.held, r) })
 	row("INCONSISTENT_METADATA retried", func(r *result) string { return fmt.Sprint(r.retried) })
 	row("errors returned to the app", func(r *result) string { return fmt.Sprint(len(r.errs)) })
 	row("records produced / consumed", func(r *result) string {
@@ -523,21 +644,38 @@ func ms(d time.Duration) string {
 	return fmt.Sprintf("%.2fs", d.Seconds())
 }
 
-// verdict explains the table and decides the exit code: the factory flow
-// must have read its writes. strict is false against a cluster that sent no
-// token, where the SDK cannot do better than a plain client.
-func verdict(out io.Writer, s settings, f, plain *result, strict bool) error {
-	fmt.Fprintf(out, "factory token after the run: %s\n", f.token)
-	if !f.tokenKnown {
-		fmt.Fprintln(out, "No KIP-1243 token came back: this cluster does not implement KIP-1243 (no released")
-		fmt.Fprintln(out, "Kafka does), so there was no token to send; consistency is only what the brokers give.")
+// printLegend says what the two stale counters count: one run showed 8
+// served and 3 seen, which reads like a contradiction without it.
+func printLegend(out io.Writer, clusterCounts bool) {
+	fmt.Fprintln(out, "stale reads seen by the app: answers that reached the application code showing a topic as")
+	fmt.Fprintln(out, "  missing or short of partitions, or failing with UNKNOWN_TOPIC_OR_PARTITION.")
+	if clusterCounts {
+		fmt.Fprintln(out, "stale answers served: answers a lagging broker gave from old metadata, counted by the cluster.")
+		fmt.Fprintln(out, "  The two differ both ways: franz-go retries some stale answers before the app sees them")
+		fmt.Fprintln(out, "  (served, not seen; the retries show in the latency), and kadm answers some reads from a")
+		fmt.Fprintln(out, "  metadata cache that one stale answer filled (served once, seen several times).")
+		fmt.Fprintln(out, "requests held by brokers: KIP-1243 brokers (-native) hold a request until they catch up.")
+		fmt.Fprintln(out, "  Brokers without KIP-1243 hold nothing: the factory holds its own requests, uncounted here.")
+	} else {
+		fmt.Fprintln(out, "stale answers served, requests held by brokers: only the embedded cluster counts them (n/a here).")
 	}
-	if plain != nil {
-		fmt.Fprintf(out, "plain kgo/kadm saw %d stale reads", len(plain.stale))
-		if len(plain.stale) > 0 {
-			fmt.Fprint(out, ", e.g.:")
+	fmt.Fprintln(out)
+}
+
+// verdict explains the table and decides the exit code: the factory flow
+// must have read its writes wherever the factory held a token.
+func verdict(out io.Writer, s settings, t target, f, plain *result) error {
+	if f.tokenKnown {
+		fmt.Fprintf(out, "factory token after the run: %s (f.Token()); to hand over: %s (f.Token().Token())\n", f.token, f.tokenText)
+	} else {
+		fmt.Fprintln(out, "factory token after the run: unknown. The cluster sends no KIP-1243 tokens, and the factory")
+		fmt.Fprintln(out, "could not make them from KRaft offsets either, so it behaved like a plain client.")
+		if f.offReason != nil {
+			fmt.Fprintf(out, "  Why: %v\n", f.offReason)
 		}
-		fmt.Fprintln(out)
+	}
+	if len(plain.stale) > 0 {
+		fmt.Fprintf(out, "plain kgo/kadm saw %d stale reads, e.g.:\n", len(plain.stale))
 		for i, st := range plain.stale {
 			if i == 3 {
 				fmt.Fprintf(out, "  ... and %d more\n", len(plain.stale)-3)
@@ -546,6 +684,7 @@ func verdict(out io.Writer, s settings, f, plain *result, strict bool) error {
 			fmt.Fprintln(out, "  "+st)
 		}
 	}
+	strict := f.tokenKnown
 	var problems []string
 	if len(f.errs) > 0 {
 		problems = append(problems, fmt.Sprintf("%d errors (first: %s)", len(f.errs), f.errs[0]))
@@ -559,14 +698,43 @@ func verdict(out io.Writer, s settings, f, plain *result, strict bool) error {
 	if strict && f.staleServed > 0 {
 		problems = append(problems, fmt.Sprintf("the cluster served %d stale answers", f.staleServed))
 	} else if !strict && len(f.stale) > 0 {
-		fmt.Fprintf(out, "factory saw %d stale reads from brokers without KIP-1243 (first: %s)\n", len(f.stale), f.stale[0])
+		fmt.Fprintf(out, "factory saw %d stale reads without tokens (first: %s)\n", len(f.stale), f.stale[0])
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("the factory flow did not read its writes: %s", strings.Join(problems, "; "))
 	}
-	if plain != nil {
-		fmt.Fprintln(out, "The factory waits for a lagging broker once, where plain clients are answered at once but wrongly.")
+	fmt.Fprintln(out)
+	for _, line := range conclusion(s, t, f, plain) {
+		fmt.Fprintln(out, line)
 	}
 	fmt.Fprintf(out, "OK: the factory flow read its writes (%d records, %d stale reads, %d errors).\n", f.consumed, len(f.stale), len(f.errs))
 	return nil
+}
+
+// conclusion says in words what this run showed: plain clients do not read
+// stale data in every run, and the closing lines must not claim they did.
+func conclusion(s settings, t target, f, plain *result) []string {
+	var lines []string
+	switch {
+	case !f.tokenKnown:
+		lines = append(lines, "Without a token the factory can only be as fresh as the brokers it reaches, like plain kgo.")
+	case len(plain.stale) > 0:
+		lines = append(lines, fmt.Sprintf("Plain kgo/kadm read %d stale answers; the factory, whose clients share a token, read none.", len(plain.stale)))
+		lines = append(lines, "Where a broker lagged, the factory's request waited for it to catch up instead of being")
+		lines = append(lines, "answered at once but wrongly.")
+	case plain.clusterStats && plain.staleServed > 0:
+		lines = append(lines, fmt.Sprintf("Plain kgo/kadm read no stale answer this run, but lagging brokers served it %d, which franz-go", plain.staleServed))
+		lines = append(lines, "retried until they were fresh (see its latency); the factory was served none.")
+	default:
+		lines = append(lines, "Plain kgo/kadm read no stale answer this run either: no broker was behind when it read.")
+		switch {
+		case t.lc != nil && s.lag == 0:
+			lines = append(lines, "With -lag 0 no broker lags; give -lag a duration to see stale reads.")
+		case t.realKafka:
+			lines = append(lines, "Kafka brokers usually catch up within milliseconds, so stale reads come in some runs, not all: run it again.")
+		default:
+			lines = append(lines, "Stale reads depend on timing and show in some runs, not all: run it again.")
+		}
+	}
+	return lines
 }

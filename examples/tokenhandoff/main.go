@@ -58,6 +58,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	lag := fs.Duration("lag", time.Second, "how late every broker applies metadata changes")
 	timeout := fs.Duration("timeout", time.Minute, "bound on the whole run")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h: the usage is all that was asked for
+		}
 		return err
 	}
 	if fs.NArg() > 0 {

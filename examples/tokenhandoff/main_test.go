@@ -54,6 +54,9 @@ func TestBadToken(t *testing.T) {
 
 func TestBadArgs(t *testing.T) {
 	var out, errOut bytes.Buffer
+	// -h prints the usage and is no error (exit 0), as with Go's tools.
+	require.NoError(t, run(context.Background(), []string{"-h"}, &out, &errOut))
+	require.Contains(t, errOut.String(), "-timeout")
 	require.ErrorContains(t, run(context.Background(), []string{"-lag", "0s"}, &out, &errOut), "-lag")
 	require.ErrorContains(t, run(context.Background(), []string{"x"}, &out, &errOut), "unexpected arguments")
 }
