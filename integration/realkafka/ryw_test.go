@@ -2,6 +2,7 @@ package realkafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -147,36 +148,72 @@ func TestReadYourWritesOnKafka44(t *testing.T) {
 			s.saw(op, want(known, parts))
 		}
 	}
+	// must runs an admin write. The factory's must succeed at once; plain
+	// franz-go's may fail on a stale answer (kadm looks the topic up
+	// first, perhaps on a broker that does not know it yet): each such
+	// failure counts as a stale answer, and the write is tried again.
+	must := func(s *rywSide, op string, call func() error) {
+		for attempt := 0; ; attempt++ {
+			err := call()
+			if err == nil {
+				return
+			}
+			if s.name == "factory" || attempt == 50 || !errors.Is(err, kerr.UnknownTopicOrPartition) {
+				require.NoError(t, err, "%s: %s", s.name, op)
+			}
+			s.saw(op+" (admin error)", false)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	trial := func(s *rywSide, i int) {
 		topic := fmt.Sprintf("ryw-%d-%s", i, map[string]string{"factory": "f", "plain kgo": "p"}[s.name])
-		created, err := s.adm.CreateTopic(ctx, 1, 3, nil, topic)
-		require.NoError(t, err)
-		require.NoError(t, created.Err)
+		must(s, "create", func() error {
+			created, err := s.adm.CreateTopic(ctx, 1, 3, nil, topic)
+			if err == nil {
+				err = created.Err
+			}
+			return err
+		})
 		readAll(s, "create", topic, func(known bool, _ int) bool { return known })
 		listed, err := s.adm.ListTopics(ctx, topic)
 		require.NoError(t, err)
 		s.saw("create (admin ListTopics)", listed.Has(topic) && listed[topic].Err == nil)
 
-		grown, err := s.adm.CreatePartitions(ctx, 2, topic)
-		require.NoError(t, err)
-		require.NoError(t, grown.Error())
+		must(s, "create-partitions", func() error {
+			grown, err := s.adm.CreatePartitions(ctx, 2, topic)
+			if err == nil {
+				err = grown.Error()
+			}
+			return err
+		})
 		readAll(s, "create-partitions", topic, func(_ bool, parts int) bool { return parts == 3 })
 
 		want := strconv.Itoa(3_600_000 + i)
-		altered, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &want}}, topic)
-		require.NoError(t, err)
-		for _, a := range altered {
-			require.NoError(t, a.Err)
-		}
+		must(s, "alter-config", func() error {
+			altered, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &want}}, topic)
+			if err != nil {
+				return err
+			}
+			for _, a := range altered {
+				if a.Err != nil {
+					return a.Err
+				}
+			}
+			return nil
+		})
 		for _, id := range ids {
 			got, err := configOn(ctx, s.kgo, id, topic, "retention.ms")
 			require.NoError(t, err)
 			s.saw("alter-config", got == want)
 		}
 
-		deleted, err := s.adm.DeleteTopic(ctx, topic)
-		require.NoError(t, err)
-		require.NoError(t, deleted.Err)
+		must(s, "delete", func() error {
+			deleted, err := s.adm.DeleteTopic(ctx, topic)
+			if err == nil {
+				err = deleted.Err
+			}
+			return err
+		})
 		readAll(s, "delete", topic, func(known bool, _ int) bool { return !known })
 	}
 	const minTrials, maxTrials = 15, 60
