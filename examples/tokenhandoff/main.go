@@ -5,10 +5,12 @@
 // Service A creates a topic with its admin client and tells service B about
 // it over HTTP, passing its consistency token in a request header
 // (Kafka-Consistency-Token: f.Token().Token()). B parses the token
-// (consistency.ParseToken), merges it into its own factory's store
-// (Store().Advance) and describes and consumes the topic at once, although
-// every broker of the embedded local cluster applies metadata changes late.
-// Asked without the token a moment earlier, B does not find the topic.
+// (consistency.ParseToken), checks it with the cluster and confines it to
+// the request it came with (Factory.Session), and describes and consumes
+// the topic at once, although every broker of the embedded local cluster
+// applies metadata changes late. Asked without the token a moment earlier,
+// B does not find the topic. A token from the future or of another cluster
+// is refused with 400 or 409, and never reaches B's other requests.
 //
 // The two services run in one process here, each with its own factory; the
 // token is the only thing they share. It exits non-zero if B does not see
@@ -195,13 +197,13 @@ func newServiceB(seeds []string) (*serviceB, error) {
 
 func (b *serviceB) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /topics/{topic}", b.withToken(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, b.describe(r.Context(), r.PathValue("topic")))
+	mux.HandleFunc("GET /topics/{topic}", b.withToken(func(w http.ResponseWriter, r *http.Request, f *factory.Factory) {
+		fmt.Fprintln(w, b.describe(r.Context(), f, r.PathValue("topic")))
 	}))
-	mux.HandleFunc("POST /subscriptions/{topic}", b.withToken(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /subscriptions/{topic}", b.withToken(func(w http.ResponseWriter, r *http.Request, f *factory.Factory) {
 		t := r.PathValue("topic")
-		desc := b.describe(r.Context(), t)
-		if err := b.subscribe(t); err != nil {
+		desc := b.describe(r.Context(), f, t)
+		if err := b.subscribe(f, t); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -210,30 +212,43 @@ func (b *serviceB) routes() http.Handler {
 	return mux
 }
 
-// withToken merges the caller's token into B's store before h runs: from
-// then on every request of B's clients carries it, so no broker answers
-// them with metadata older than the caller's writes.
-func (b *serviceB) withToken(h http.HandlerFunc) http.HandlerFunc {
+// withToken runs h with the factory for the request: with the caller's
+// token, a session of B's factory that waits for it, so no broker answers
+// with metadata older than the caller's writes. The token is checked with
+// the cluster first, and it stays with this request: B's other requests
+// neither wait for it nor inherit a bad one.
+func (b *serviceB) withToken(h func(http.ResponseWriter, *http.Request, *factory.Factory)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if text := r.Header.Get(TokenHeader); text != "" {
-			tok, err := consistency.ParseToken(text)
-			if err != nil {
-				http.Error(w, fmt.Sprintf("%s: %v", TokenHeader, err), http.StatusBadRequest)
-				return
-			}
-			if _, err := b.f.Store().Advance(tok); err != nil {
-				// A token of another cluster than B's: nothing to wait for.
-				http.Error(w, fmt.Sprintf("%s: %v", TokenHeader, err), http.StatusConflict)
-				return
-			}
+		text := r.Header.Get(TokenHeader)
+		if text == "" {
+			h(w, r, b.f)
+			return
 		}
-		h(w, r)
+		tok, err := consistency.ParseToken(text)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("%s: %v", TokenHeader, err), http.StatusBadRequest)
+			return
+		}
+		sess, err := b.f.Session(r.Context(), tok)
+		switch {
+		case errors.Is(err, consistency.ErrClusterMismatch):
+			http.Error(w, fmt.Sprintf("%s: %v", TokenHeader, err), http.StatusConflict)
+			return
+		case errors.Is(err, consistency.ErrFutureToken):
+			http.Error(w, fmt.Sprintf("%s: %v", TokenHeader, err), http.StatusBadRequest)
+			return
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		defer sess.Close()
+		h(w, r, sess)
 	}
 }
 
 // describe answers what B's admin client sees of topic.
-func (b *serviceB) describe(ctx context.Context, t string) string {
-	adm, err := b.f.Admin()
+func (b *serviceB) describe(ctx context.Context, f *factory.Factory, t string) string {
+	adm, err := f.Admin()
 	if err != nil {
 		return err.Error()
 	}
@@ -262,9 +277,11 @@ func (b *serviceB) describe(ctx context.Context, t string) string {
 	return fmt.Sprintf("%s: %d partitions, end offsets %s", t, len(topics[t].Partitions), strings.Join(offs, " "))
 }
 
-// subscribe starts a consumer of t from its first offset, in the background.
-func (b *serviceB) subscribe(t string) error {
-	c, err := factory.NewConsumer(b.f, consumer.String(), consumer.String(), []string{t}, factory.AutoOffsetReset("earliest"))
+// subscribe starts a consumer of t from its first offset, in the
+// background. Made from the request's session, it waits for the caller's
+// token for as long as it runs.
+func (b *serviceB) subscribe(f *factory.Factory, t string) error {
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{t}, factory.AutoOffsetReset("earliest"))
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/integration/localcluster"
 )
 
 // TestRun: without the token B does not find A's new topic; with it, B
@@ -29,10 +30,14 @@ func TestRun(t *testing.T) {
 	require.Contains(t, s, "OK: B read what A wrote")
 }
 
-// TestBadToken: B refuses a token it cannot parse (400) or one of another
-// cluster than its own (409), before touching Kafka.
+// TestBadToken: B refuses a token it cannot parse (400), one of another
+// cluster than its own (409) and one beyond the cluster's committed
+// metadata offset (400), and none of them reaches B's store.
 func TestBadToken(t *testing.T) {
-	b, err := newServiceB([]string{"127.0.0.1:1"}) // never dialled
+	c, err := localcluster.New(localcluster.Brokers(1))
+	require.NoError(t, err)
+	defer c.Close()
+	b, err := newServiceB(c.Addrs())
 	require.NoError(t, err)
 	defer b.close()
 	srv := httptest.NewServer(b.routes())
@@ -44,12 +49,16 @@ func TestBadToken(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, status)
 	require.Contains(t, body, TokenHeader)
 
-	_, err = b.f.Store().Advance(consistency.MustOf("cluster-b", 7))
-	require.NoError(t, err)
 	body, status, err = call(ctx, http.MethodPost, srv.URL+"/subscriptions/orders", consistency.MustOf("cluster-x", 9).Token())
 	require.NoError(t, err)
 	require.Equal(t, http.StatusConflict, status, body)
-	require.Equal(t, "cluster-b@7", b.f.Token().String(), "a foreign token changes nothing")
+	require.Contains(t, body, "cluster-x")
+
+	body, status, err = call(ctx, http.MethodGet, srv.URL+"/topics/orders", consistency.MustOf(c.ClusterID(), 1<<60).Token())
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, status, body)
+	require.Contains(t, body, "committed metadata offset")
+	require.True(t, b.f.Token().IsUnknown(), "a refused token changes nothing: %v", b.f.Token())
 }
 
 func TestBadArgs(t *testing.T) {
