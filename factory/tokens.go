@@ -58,7 +58,7 @@ func (e *TokenError) Is(target error) bool {
 }
 
 // CheckToken asks the cluster behind the bootstrap servers whether tok can
-// be waited for: it must name that cluster, and an offset no beyond the
+// be waited for: it must name that cluster, and an offset not beyond the
 // committed end of its metadata log (DescribeQuorum's high watermark). It
 // returns nil for an Unknown token, a *TokenError for a bad one, and
 // another error when the cluster could not be asked. A cluster that
