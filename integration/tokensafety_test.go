@@ -233,7 +233,7 @@ func TestProduceToBrokerStuckBehindIsBounded(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
 			ctx := testCtx(t, 30*time.Second)
-			const bound = 5 * time.Second
+			const bound = 15 * time.Second
 			f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...), factory.DeliveryTimeout(bound), factory.RetryBackoff(50*time.Millisecond))
 			require.NoError(t, err)
 			defer f.Close()

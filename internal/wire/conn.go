@@ -530,11 +530,11 @@ func (c *conn) scan(b []byte) (int, error) {
 // then an advance of the store. Steady state it neither allocates nor
 // writes: Context values are only built when the store moves.
 func (c *conn) observe(req *inflight, h *respHeader) error {
+	if c.view != nil && req.flexible {
+		c.i.emu.sawHeader(c.view, h.hasState && len(h.state.ClusterID) > 0)
+	}
 	if !h.hasState || len(h.state.ClusterID) == 0 {
 		return nil
-	}
-	if c.view != nil && !c.view.native.Load() {
-		c.view.native.Store(true) // it speaks KIP-1243: no emulation needed
 	}
 	got := h.state.ClusterID
 	cur := c.i.store.Load()

@@ -107,6 +107,8 @@ type Emulator struct {
 	// reports a FinalizedFeaturesEpoch but keeps no metadata log (kfake
 	// answers a constant 1) must not get tokens.
 	verified atomic.Bool
+	// nativeSeen: some broker's response headers carried tokens.
+	nativeSeen atomic.Bool
 	// lastVerify is when verify last asked (unix nanoseconds), so that a
 	// cluster that cannot answer is asked at most once a second.
 	lastVerify atomic.Int64
@@ -123,6 +125,7 @@ type Emulator struct {
 type brokerView struct {
 	applied atomic.Int64 // highest applied offset known; -1 for none
 	native  atomic.Bool  // its response headers carry tokens
+	plain   atomic.Bool  // its flexible response headers carry none
 	probe   sync.Mutex   // one question to the broker at a time
 }
 
@@ -198,8 +201,36 @@ func (e *Emulator) log(level kgo.LogLevel, msg string, keyvals ...any) {
 }
 
 // active reports whether requests to v need the emulation.
+//
+// A broker not heard from yet is taken to be like the others: clusters
+// run one broker version, and a broker that sends tokens holds a request
+// behind the token itself, where a hold of the emulator's would only add
+// to it.
 func (e *Emulator) active(v *brokerView) bool {
-	return !e.off.Load() && (e.cfg.Force || !v.native.Load())
+	switch {
+	case e.off.Load():
+		return false
+	case e.cfg.Force, v.plain.Load():
+		return true
+	case v.native.Load():
+		return false
+	}
+	return !e.nativeSeen.Load()
+}
+
+// sawHeader notes whether a flexible response header of the broker of v
+// carried a token.
+func (e *Emulator) sawHeader(v *brokerView, token bool) {
+	if token {
+		if !v.native.Load() {
+			v.native.Store(true)
+			e.nativeSeen.Store(true)
+		}
+		return
+	}
+	if !v.plain.Load() {
+		v.plain.Store(true)
+	}
 }
 
 // needsWait reports whether a request of key sent to v with the store at

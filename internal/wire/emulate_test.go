@@ -133,3 +133,18 @@ func TestEmulatorMonotonicReads(t *testing.T) {
 	o.mu.Unlock()
 	require.NoError(t, e.waitFor(behind, "behind", metadataKey, 50, time.Time{}, noStop))
 }
+
+// TestEmulatorHoldsOnlyWhereBrokersSendNoTokens: a broker whose headers
+// carry tokens holds requests itself; one not heard from yet is taken to be
+// like those heard from.
+func TestEmulatorHoldsOnlyWhereBrokersSendNoTokens(t *testing.T) {
+	e, _, _ := newTestEmulator(t, &scriptedOracle{}, time.Second)
+	a, b, c := e.view("a"), e.view("b"), e.view("c")
+	require.True(t, e.active(a), "nothing heard yet: Kafka 4.4 is what users run")
+	e.sawHeader(a, false)
+	require.True(t, e.active(a))
+	e.sawHeader(b, true)
+	require.False(t, e.active(b), "a KIP-1243 broker waits by itself")
+	require.False(t, e.active(c), "an unheard broker of a KIP-1243 cluster")
+	require.True(t, e.active(a), "a broker seen without tokens stays emulated")
+}

@@ -3,6 +3,7 @@ package wire
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -58,6 +59,7 @@ type ProduceMarks struct {
 	clock atomic.Uint64
 	mu    sync.Mutex
 	at    map[producePartition]uint64
+	held  map[string]time.Time // when a topic's metadata was last held back
 }
 
 type producePartition struct {
@@ -75,7 +77,27 @@ func (m *ProduceMarks) Mark(topic string, partition int32) {
 		m.at = make(map[producePartition]uint64)
 	}
 	m.at[producePartition{topic, partition}] = m.clock.Add(1)
+	if partition == -1 && topic != "" {
+		if m.held == nil {
+			m.held = make(map[string]time.Time)
+		}
+		m.held[topic] = time.Now()
+	}
 }
+
+// TopicHeldAt returns when a Metadata answer last held topic back, or the
+// zero time.
+func (m *ProduceMarks) TopicHeldAt(topic string) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held[topic]
+}
+
+// Tick moves the clock for an INCONSISTENT_METADATA answer to a request
+// that names no partition (a producer id, a coordinator), which may hold
+// any record back: a record that then times out was held by it (see
+// producer.Follow.Inconsistent).
+func (m *ProduceMarks) Tick() { m.clock.Add(1) }
 
 // Clock returns the clock's value.
 func (m *ProduceMarks) Clock() uint64 { return m.clock.Load() }
