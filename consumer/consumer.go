@@ -3,11 +3,21 @@
 // fetches, offset lookups and group joins see every topic the factory's admin
 // client created.
 //
-// Poll returns typed records. A record that fails to deserialize is never
-// dropped silently: Poll returns it as a *DeserializeError naming its topic,
+// Three ways to read, from the simplest to the cheapest:
+//
+//   - Poll returns a new slice of typed records per call.
+//   - AppendPoll appends them to a slice the caller passes and may reuse, so a
+//     loop that reuses its slice allocates nothing per record.
+//   - Records is an iterator that decodes every record into one reused value:
+//     for r, err := range c.Records(ctx) { ... }.
+//
+// All three decode as franz-go hands records over, with no copy of their
+// bytes: a Bytes() key or value is the slice franz-go fetched (see Bytes for
+// how long it stays valid). A record that fails to deserialize is never
+// dropped silently: it comes as a *DeserializeError naming its topic,
 // partition and offset, next to the records that did decode.
 //
-// Commits: in a group, offsets of the records Poll returned are committed
+// Commits: in a group, offsets of the records polled are committed
 // automatically in the background (franz-go's default autocommit, every 5s,
 // and on rebalance and Close). Call Commit to commit them now, for example
 // before handing work off. Without a group nothing is committed.
@@ -26,21 +36,27 @@ import (
 // ErrDeserialize wraps every deserialization error.
 var ErrDeserialize = errors.New("consumer: deserialize")
 
-// Header is a record header.
-type Header struct {
-	Key   string
-	Value []byte
-}
+// Header is a record header. It is franz-go's own type, so a consumed
+// record's headers are franz-go's slice, not a copy.
+type Header = kgo.RecordHeader
 
 // Record is a consumed record.
 type Record[K, V any] struct {
 	Topic     string
 	Partition int32
-	Offset    int64
-	Key       K
-	Value     V
+	// LeaderEpoch is the partition leader epoch the record was written in
+	// (-1 for old message formats), as franz-go reports it.
+	LeaderEpoch int32
+	Offset      int64
+	Key         K
+	Value       V
+	// Headers is franz-go's slice of the record's headers (nil when none).
 	Headers   []Header
 	Timestamp time.Time
+	// Context is the record's context as franz-go left it: nil unless a
+	// hook set one (kotel's tracer puts the record's span there) or the
+	// client uses kgo.WithPools.
+	Context context.Context
 }
 
 // DeserializeError reports a record whose key or value did not decode.
@@ -73,12 +89,21 @@ func (e *FetchError) Error() string {
 
 func (e *FetchError) Unwrap() error { return e.Err }
 
-// Consumer consumes records with K keys and V values. Poll is meant for one
-// goroutine; the other methods are safe for concurrent use.
+// Consumer consumes records with K keys and V values. Poll, AppendPoll and
+// Records are meant for one goroutine; the other methods are safe for
+// concurrent use.
 type Consumer[K, V any] struct {
 	keys   Deserializer[K]
 	values Deserializer[V]
 	group  bool
+	// keyBytes and valueBytes say the deserializer is Bytes(): the
+	// record's slice is taken as it is, without a call.
+	keyBytes, valueBytes bool
+
+	// rest holds what a poll fetched and the caller has not taken yet (a
+	// Records loop that stopped early): the next read starts there. Used
+	// by the reading goroutine only.
+	rest cursor
 
 	mu       sync.Mutex
 	cl       *kgo.Client
@@ -86,6 +111,7 @@ type Consumer[K, V any] struct {
 	changed  error // sticky: the pinned cluster is gone
 	closed   bool  // Close was called
 	cancel   func()
+	auth     authState // Follow.Auth; reading goroutine only
 	// retiring counts clients a cluster change retired, closing in the
 	// background; Close waits for them. Added to under mu while !closed
 	// only, so never concurrently with Close's Wait.
@@ -110,11 +136,16 @@ type Follow struct {
 	// in a group where auto.offset.reset says, and assigned partitions at
 	// the offsets first given to Assign.
 	NewClient func() (*kgo.Client, error)
+	// Auth, when not nil, tells when the cluster refuses the consumer's
+	// credentials or TLS settings: polls then return the cause (see
+	// AuthWatch) instead of waiting for their context.
+	Auth AuthWatch
 }
 
 // WithFollow makes c react to cluster changes as f says. The factory calls
 // it before c is used.
 func (c *Consumer[K, V]) WithFollow(f Follow) *Consumer[K, V] {
+	c.auth.watch = f.Auth
 	if f.Watch != nil {
 		c.cancel = f.Watch.OnChange(func() { c.followChange(f) })
 	}
@@ -170,7 +201,9 @@ func (c *Consumer[K, V]) client() (*kgo.Client, error) {
 // New wraps cl, a client made by a factory; group says whether it consumes
 // in a group. Most users call factory.NewConsumer.
 func New[K, V any](cl *kgo.Client, keys Deserializer[K], values Deserializer[V], group bool) *Consumer[K, V] {
-	return &Consumer[K, V]{cl: cl, keys: keys, values: values, group: group}
+	_, kb := any(keys).(bytesDeserializer)
+	_, vb := any(values).(bytesDeserializer)
+	return &Consumer[K, V]{cl: cl, keys: keys, values: values, group: group, keyBytes: kb, valueBytes: vb}
 }
 
 // Kgo returns the underlying franz-go client.
@@ -202,66 +235,8 @@ func (c *Consumer[K, V]) Assign(partitions map[string]map[int32]kgo.Offset) erro
 	return nil
 }
 
-// Poll waits until records are available or ctx ends, and returns at most
-// max records (all buffered ones if max <= 0). The error joins every
-// *DeserializeError and *FetchError of this poll; records that decoded are
-// returned alongside it. When ctx ends with nothing fetched, Poll returns
-// ctx's error.
-func (c *Consumer[K, V]) Poll(ctx context.Context, max int) ([]Record[K, V], error) {
-	cl, changed := c.client()
-	if changed != nil {
-		return nil, changed
-	}
-	fs := cl.PollRecords(ctx, max)
-	for fs.IsClientClosed() {
-		// Closed by Close, by a pinned consumer's cluster change, or
-		// replaced by a client that followed a change: poll that one.
-		next, changed := c.client()
-		switch {
-		case changed != nil:
-			return nil, changed
-		case next == cl || c.isClosed():
-			return nil, kgo.ErrClientClosed
-		}
-		cl = next
-		fs = cl.PollRecords(ctx, max)
-	}
-	var errs []error
-	fs.EachError(func(t string, p int32, err error) {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return
-		}
-		errs = append(errs, &FetchError{Topic: t, Partition: p, Err: err})
-	})
-	out := make([]Record[K, V], 0, fs.NumRecords())
-	fs.EachRecord(func(r *kgo.Record) {
-		k, err := c.keys.Deserialize(r.Topic, r.Key)
-		if err != nil {
-			errs = append(errs, &DeserializeError{r.Topic, r.Partition, r.Offset, "key", err})
-			return
-		}
-		v, err := c.values.Deserialize(r.Topic, r.Value)
-		if err != nil {
-			errs = append(errs, &DeserializeError{r.Topic, r.Partition, r.Offset, "value", err})
-			return
-		}
-		rec := Record[K, V]{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: k, Value: v, Timestamp: r.Timestamp}
-		if len(r.Headers) > 0 {
-			rec.Headers = make([]Header, len(r.Headers))
-			for i, h := range r.Headers {
-				rec.Headers[i] = Header{Key: h.Key, Value: h.Value}
-			}
-		}
-		out = append(out, rec)
-	})
-	if len(out) == 0 && len(errs) == 0 && ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	return out, errors.Join(errs...)
-}
-
-// Commit commits the offsets of every record Poll has returned (group
-// consumers only).
+// Commit commits the offsets of every record polled so far (group consumers
+// only).
 func (c *Consumer[K, V]) Commit(ctx context.Context) error {
 	if !c.group {
 		return errors.New("consumer: Commit needs a group (set group.id)")

@@ -19,10 +19,21 @@ func (fn DeserializerFunc[T]) Deserialize(topic string, data []byte) (T, error) 
 	return fn(topic, data)
 }
 
-// Bytes passes bytes through unchanged.
-func Bytes() Deserializer[[]byte] {
-	return DeserializerFunc[[]byte](func(_ string, b []byte) ([]byte, error) { return b, nil })
-}
+// Bytes passes bytes through unchanged: a key or value is the slice franz-go
+// decoded it into, never a copy. It shares memory with the rest of its fetch
+// and keeps that memory alive while it is held; franz-go never writes to it
+// again, so it stays valid as long as it is held. One exception, which the
+// caller opts into: a client given kgo.WithPools reuses that memory, and
+// then a Bytes() slice that Records handed over is valid only until the loop
+// body returns (copy it with bytes.Clone to keep it). Never modify it in
+// place: the record's headers and its neighbours share the memory.
+func Bytes() Deserializer[[]byte] { return bytesDeserializer{} }
+
+// bytesDeserializer is Bytes(); the consumer recognises it and takes the
+// record's slice without calling it.
+type bytesDeserializer struct{}
+
+func (bytesDeserializer) Deserialize(_ string, b []byte) ([]byte, error) { return b, nil }
 
 // String decodes bytes as a string (a null becomes "").
 func String() Deserializer[string] {

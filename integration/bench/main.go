@@ -7,6 +7,7 @@
 //	go run ./integration/bench -realkafka   # also the overhead on 3 Apache Kafka 4.4 nodes (needs java, mvn)
 //	go run ./integration/bench -realkafka -local=false   # only real Kafka
 //	go run ./integration/bench -scale 3     # three times the overhead rounds: narrower intervals, longer run
+//	go run ./integration/bench -consume-only [-realkafka]   # only the consumer comparison
 //
 // Everything runs on loopback, in-process (the local cluster, kfake) or as
 // child JVMs (real Kafka) that are stopped before the command exits.
@@ -42,6 +43,10 @@ type options struct {
 	Charts    string // directory of the PNG charts
 	Command   string // as typed, for the report
 	Logf      func(string, ...any)
+
+	// ConsumeOnly runs the consumer comparison alone (on the local
+	// cluster and, with RealKafka, on real Kafka).
+	ConsumeOnly bool
 }
 
 // overheadSegmentBytes is kfake's segment size in the overhead cluster. kfake
@@ -57,6 +62,8 @@ type plan struct {
 	overhead, kafka overheadConfig
 	ryw             rywConfig
 	misroute        misrouteConfig
+
+	consume, kconsume consumeConfig
 }
 
 // planFor returns the plan of a run; scale (at least 1) multiplies the
@@ -67,13 +74,19 @@ func planFor(quick bool, scale int) plan {
 		kafka:    overheadConfig{Rounds: 120, Blocks: 20, Records: 20000, Latencies: 300, ValueSize: 1024},
 		ryw:      rywConfig{Lags: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}, Trials: 50, Timeout: 10 * time.Second},
 		misroute: misrouteConfig{Trials: 30, Timeout: 15 * time.Second},
+		consume:  consumeConfig{Rounds: 20, Records: 1000000, ValueSize: 100},
+		kconsume: consumeConfig{Rounds: 10, Records: 1000000, ValueSize: 100},
 	}
 	if quick {
 		p.overhead = overheadConfig{Rounds: 4, Blocks: 2, Records: 2000, Latencies: 50, ValueSize: 1024}
 		p.kafka = overheadConfig{Rounds: 4, Blocks: 2, Records: 2000, Latencies: 50, ValueSize: 1024}
 		p.ryw.Trials = 2
 		p.misroute.Trials = 2
+		p.consume = consumeConfig{Rounds: 2, Records: 20000, ValueSize: 100}
+		p.kconsume = p.consume
 	}
+	p.consume.Rounds *= scale
+	p.kconsume.Rounds *= scale
 	for _, c := range []*overheadConfig{&p.overhead, &p.kafka} {
 		c.Rounds *= scale
 		c.Blocks *= scale
@@ -84,8 +97,9 @@ func planFor(quick bool, scale int) plan {
 func main() {
 	var o options
 	flag.BoolVar(&o.Quick, "quick", false, "small repetition counts (under a minute); numbers are not for publishing")
-	flag.BoolVar(&o.Local, "local", true, "run the local-cluster benchmarks (overhead, read-your-writes, misroute)")
+	flag.BoolVar(&o.Local, "local", true, "run the local-cluster benchmarks (consumer, overhead, read-your-writes, misroute)")
 	flag.BoolVar(&o.RealKafka, "realkafka", false, "also measure the overhead on 3 real Apache Kafka 4.4 nodes (java + mvn; several minutes)")
+	flag.BoolVar(&o.ConsumeOnly, "consume-only", false, "run only the consumer comparison (local; with -realkafka also on real Kafka)")
 	flag.IntVar(&o.Scale, "scale", 1, "multiply the overhead rounds and blocks by this (1 to 20): narrower intervals, a run about that many times longer")
 	flag.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to update (generated sections only)")
 	flag.StringVar(&o.Charts, "charts", "docs/bench", "directory for the PNG charts")
@@ -115,6 +129,24 @@ func run(ctx context.Context, o options) error {
 	m := thisMachine()
 	sections := map[string]string{}
 	if o.Local {
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(5+2*max(o.Scale, 1))*time.Minute)
+		defer cancel()
+		body, err := runLocalConsume(ctx, o, p, m)
+		if err != nil {
+			return err
+		}
+		sections[consumeSection] = body
+	}
+	if o.RealKafka {
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+2*max(o.Scale, 1))*time.Minute)
+		defer cancel()
+		body, err := runRealConsume(ctx, o, p, m)
+		if err != nil {
+			return err
+		}
+		sections[kconsumeSection] = body
+	}
+	if o.Local && !o.ConsumeOnly {
 		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+5*max(o.Scale, 1))*time.Minute)
 		defer cancel()
 		body, err := runLocal(ctx, o, p, m)
@@ -123,7 +155,7 @@ func run(ctx context.Context, o options) error {
 		}
 		sections[localSection] = body
 	}
-	if o.RealKafka {
+	if o.RealKafka && !o.ConsumeOnly {
 		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+10*max(o.Scale, 1))*time.Minute)
 		defer cancel()
 		body, err := runReal(ctx, o, p, m)

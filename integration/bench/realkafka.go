@@ -68,6 +68,17 @@ func (r *runner) cleanup() {
 // runKafka starts three Apache Kafka 4.4 nodes and runs the overhead
 // comparison on them; everything started is stopped before it returns.
 func runKafka(ctx context.Context, cfg overheadConfig, logf func(string, ...any)) (res *overheadResult, startup time.Duration, err error) {
+	startup, err = withKafka(ctx, logf, func(ctx context.Context, c *kafkatest.Cluster) error {
+		res, err = kafkaOverhead(ctx, c, cfg, logf)
+		return err
+	})
+	return res, startup, err
+}
+
+// withKafka starts three Apache Kafka 4.4 nodes, runs fn on them and stops
+// them; fn's ctx ends, naming the node, when one exits. It returns the
+// time the nodes took to start.
+func withKafka(ctx context.Context, logf func(string, ...any), fn func(context.Context, *kafkatest.Cluster) error) (startup time.Duration, err error) {
 	testing.Init() // kafkatest.Start asks testing.Short(); a no-op under go test
 	r := &runner{logf: logf}
 	defer r.cleanup()
@@ -89,42 +100,55 @@ func runKafka(ctx context.Context, cfg overheadConfig, logf func(string, ...any)
 	logf("real Kafka: 3 nodes ready in %v", startup.Round(time.Millisecond))
 	ctx, stopWatch := watchNodes(ctx, c)
 	defer stopWatch()
+	err = fn(ctx, c)
+	if cause := context.Cause(ctx); err != nil && cause != nil {
+		err = cause // say why the run stopped: a node exited, or the time ran out
+	}
+	return startup, err
+}
+
+// kafkaOverhead creates the overhead topic on c and runs the overhead
+// comparison on it.
+func kafkaOverhead(ctx context.Context, c *kafkatest.Cluster, cfg overheadConfig, logf func(string, ...any)) (*overheadResult, error) {
+	if err := createInSync(ctx, c, "overhead", overheadTopicConfigs); err != nil {
+		return nil, err
+	}
+	return runOverhead(ctx, "Apache Kafka 4.4, 3 nodes", c.BootstrapAddrs(), "overhead", consistency.MustOf(c.ClusterID(), 1<<40), cfg, nil, logf)
+}
+
+// createInSync creates topic (3 partitions, replication 3) on c and waits
+// until every partition has its three replicas in sync.
+func createInSync(ctx context.Context, c *kafkatest.Cluster, topic string, configs map[string]*string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapAddrs()...))
 	if err != nil {
-		return nil, startup, err
+		return err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	created, err := adm.CreateTopic(ctx, 3, 3, overheadTopicConfigs, "overhead")
+	created, err := adm.CreateTopic(ctx, 3, 3, configs, topic)
 	if err == nil {
 		err = created.Err
 	}
 	if err != nil {
-		return nil, startup, fmt.Errorf("real Kafka: create topic: %w", err)
+		return fmt.Errorf("real Kafka: create topic %s: %w", topic, err)
 	}
-	// Wait until every partition has its three replicas in sync.
 	for {
-		topics, err := adm.ListTopics(ctx, "overhead")
-		if err == nil && topics["overhead"].Err == nil && len(topics["overhead"].Partitions) == 3 {
+		topics, err := adm.ListTopics(ctx, topic)
+		if err == nil && topics[topic].Err == nil && len(topics[topic].Partitions) == 3 {
 			full := true
-			for _, p := range topics["overhead"].Partitions {
+			for _, p := range topics[topic].Partitions {
 				full = full && len(p.ISR) == 3 && p.Leader >= 0
 			}
 			if full {
-				break
+				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, startup, ctx.Err()
+			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	res, err = runOverhead(ctx, "Apache Kafka 4.4, 3 nodes", c.BootstrapAddrs(), "overhead", consistency.MustOf(c.ClusterID(), 1<<40), cfg, nil, logf)
-	if cause := context.Cause(ctx); err != nil && cause != nil {
-		err = cause // say why the run stopped: a node exited, or the time ran out
-	}
-	return res, startup, err
 }
 
 // overheadTopicConfigs bound the overhead topic's disk use to about 3 GB

@@ -68,6 +68,9 @@ func skeleton() string {
 		beginMarker(localSection) + "\n" + endMarker(localSection) + "\n\n" +
 		"## Overhead on real Apache Kafka 4.4\n\n" +
 		beginMarker(kafkaSection) + "\n" + endMarker(kafkaSection) + "\n\n" +
+		"## Consumer throughput\n\n" +
+		beginMarker(consumeSection) + "\n" + endMarker(consumeSection) + "\n\n" +
+		beginMarker(kconsumeSection) + "\n" + endMarker(kconsumeSection) + "\n\n" +
 		"## Micro-benchmarks\n\n## RELIABILITY\n"
 }
 
@@ -95,7 +98,7 @@ func writeSections(path string, sections map[string]string) error {
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{localSection, kafkaSection} {
+	for _, name := range []string{localSection, kafkaSection, consumeSection, kconsumeSection} {
 		if body, ok := sections[name]; ok {
 			doc = replaceSection(doc, name, body)
 		}

@@ -1,0 +1,244 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Poll waits until records are available or ctx ends, and returns at most
+// max records (all buffered ones if max <= 0). The error joins every
+// *DeserializeError and *FetchError of this poll; records that decoded are
+// returned alongside it. When ctx ends with nothing fetched, Poll returns
+// ctx's error.
+//
+// Poll allocates the slice it returns; a loop that polls often can reuse
+// one with AppendPoll instead.
+func (c *Consumer[K, V]) Poll(ctx context.Context, max int) ([]Record[K, V], error) {
+	return c.AppendPoll(ctx, nil, max)
+}
+
+// AppendPoll is Poll appending to dst: it returns dst with the polled
+// records appended, growing it only when it lacks room. Passing the
+// previous result back as dst[:0] reuses its memory, so the records of
+// one poll are valid until the next; copy what must outlive it.
+func (c *Consumer[K, V]) AppendPoll(ctx context.Context, dst []Record[K, V], max int) ([]Record[K, V], error) {
+	var errs []error
+	if c.rest.empty() {
+		fs, err := c.fetch(ctx, max)
+		if err != nil {
+			return dst, err
+		}
+		errs = fetchErrors(fs, errs)
+		c.rest.reset(fs)
+	}
+	n := c.rest.remaining(max)
+	dst = slices.Grow(dst, n)
+	start := len(dst)
+	for range n {
+		// Decode straight into the slot: a Record is large, and building
+		// it aside and copying it in costs as much as the decoding.
+		dst = dst[:len(dst)+1]
+		if err := c.decode(c.rest.next(), &dst[len(dst)-1]); err != nil {
+			dst = dst[:len(dst)-1]
+			errs = append(errs, err)
+		}
+	}
+	if len(dst) == start && len(errs) == 0 && ctx.Err() != nil {
+		return dst, ctx.Err()
+	}
+	return dst, errors.Join(errs...)
+}
+
+// Records returns an iterator over the records of c, polling for more as
+// it goes, until ctx ends:
+//
+//	for r, err := range c.Records(ctx) {
+//		if err != nil {
+//			// a *DeserializeError or *FetchError: the loop goes on
+//			continue
+//		}
+//		use(r.Key, r.Value)
+//	}
+//
+// Each record is decoded into one value that the iterator reuses: r is
+// valid until the loop body returns; copy *r (or its fields) to keep it.
+// Errors come in the loop as (nil, err): a *DeserializeError for a record
+// that did not decode, a *FetchError for a partition. An error that ends
+// consumption (the client closed, a pinned cluster gone) comes once and
+// ends the loop; when ctx ends the loop just ends: check ctx.Err().
+//
+// Breaking out of the loop keeps the records of the current poll that the
+// loop had not reached: the next Records, Poll or AppendPoll returns them
+// first. (In a group, franz-go's autocommit counts them as polled, as it
+// does a Poll's records not yet processed.)
+//
+// With kgo.WithPools (through factory.KgoOpts) each record goes back to
+// franz-go's pools once the loop body returns, and Bytes() keys and values,
+// which share its memory, must be copied to be kept.
+func (c *Consumer[K, V]) Records(ctx context.Context) iter.Seq2[*Record[K, V], error] {
+	return func(yield func(*Record[K, V], error) bool) {
+		var rec Record[K, V]
+		for {
+			if c.rest.empty() {
+				if ctx.Err() != nil {
+					return
+				}
+				fs, err := c.fetch(ctx, 0)
+				if err != nil {
+					if ctx.Err() == nil {
+						yield(nil, err)
+					}
+					return
+				}
+				for _, err := range fetchErrors(fs, nil) {
+					if !yield(nil, err) {
+						c.rest.reset(fs)
+						return
+					}
+				}
+				c.rest.reset(fs)
+			}
+			for r := c.rest.next(); r != nil; r = c.rest.next() {
+				var more bool
+				if err := c.decode(r, &rec); err != nil {
+					more = yield(nil, err)
+				} else {
+					more = yield(&rec, nil)
+				}
+				// A no-op unless the record came from kgo.WithPools.
+				r.Recycle()
+				if !more {
+					return
+				}
+			}
+		}
+	}
+}
+
+// fetch polls the client, following a client swap.
+func (c *Consumer[K, V]) fetch(ctx context.Context, max int) (kgo.Fetches, error) {
+	cl, changed := c.client()
+	if changed != nil {
+		return nil, changed
+	}
+	fs, err := c.poll(cl, ctx, max)
+	if err != nil {
+		return nil, err
+	}
+	for fs.IsClientClosed() {
+		// Closed by Close, by a pinned consumer's cluster change, or
+		// replaced by a client that followed a change: poll that one.
+		next, changed := c.client()
+		switch {
+		case changed != nil:
+			return nil, changed
+		case next == cl || c.isClosed():
+			return nil, kgo.ErrClientClosed
+		}
+		cl = next
+		if fs, err = c.poll(cl, ctx, max); err != nil {
+			return nil, err
+		}
+	}
+	return fs, nil
+}
+
+// fetchErrors appends the errors of fs to errs, leaving out the context's
+// own: a poll that ctx ended is no failure of a partition.
+func fetchErrors(fs kgo.Fetches, errs []error) []error {
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		errs = append(errs, &FetchError{Topic: t, Partition: p, Err: err})
+	})
+	return errs
+}
+
+// decode writes r into every field of out. It allocates nothing itself:
+// keys, values and headers are franz-go's slices, and Bytes() is not even
+// called.
+func (c *Consumer[K, V]) decode(r *kgo.Record, out *Record[K, V]) error {
+	if c.keyBytes {
+		// K is []byte: the assertion of a pointer neither allocates nor
+		// fails.
+		*any(&out.Key).(*[]byte) = r.Key
+	} else {
+		k, err := c.keys.Deserialize(r.Topic, r.Key)
+		if err != nil {
+			return &DeserializeError{r.Topic, r.Partition, r.Offset, "key", err}
+		}
+		out.Key = k
+	}
+	if c.valueBytes {
+		*any(&out.Value).(*[]byte) = r.Value
+	} else {
+		v, err := c.values.Deserialize(r.Topic, r.Value)
+		if err != nil {
+			return &DeserializeError{r.Topic, r.Partition, r.Offset, "value", err}
+		}
+		out.Value = v
+	}
+	out.Topic = r.Topic
+	out.Partition = r.Partition
+	out.LeaderEpoch = r.LeaderEpoch
+	out.Offset = r.Offset
+	out.Headers = r.Headers
+	out.Timestamp = r.Timestamp
+	out.Context = r.Context
+	return nil
+}
+
+// cursor walks the records of one poll in franz-go's order (fetch, topic,
+// partition, offset), so that a reader can stop anywhere and the next one
+// go on from there. The indexes avoid flattening a poll into a new slice.
+type cursor struct {
+	fs         kgo.Fetches
+	f, t, p, r int
+	left       int // records not yet taken
+}
+
+func (c *cursor) reset(fs kgo.Fetches) {
+	*c = cursor{fs: fs, left: fs.NumRecords()}
+}
+
+func (c *cursor) empty() bool { return c.left == 0 }
+
+// remaining is how many records a read of at most max (all if max <= 0)
+// takes.
+func (c *cursor) remaining(max int) int {
+	if max <= 0 || max > c.left {
+		return c.left
+	}
+	return max
+}
+
+// next returns the next record, or nil when none is left; the poll is
+// released then.
+func (c *cursor) next() *kgo.Record {
+	for c.f < len(c.fs) {
+		ts := c.fs[c.f].Topics
+		for c.t < len(ts) {
+			ps := ts[c.t].Partitions
+			for c.p < len(ps) {
+				if rs := ps[c.p].Records; c.r < len(rs) {
+					r := rs[c.r]
+					c.r++
+					if c.left--; c.left == 0 {
+						*c = cursor{} // let the poll's memory go
+					}
+					return r
+				}
+				c.p, c.r = c.p+1, 0
+			}
+			c.t, c.p = c.t+1, 0
+		}
+		c.f, c.t = c.f+1, 0
+	}
+	*c = cursor{}
+	return nil
+}

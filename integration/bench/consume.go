@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/integration/localcluster"
+)
+
+// The consumer comparison's readers. The factory reads with Records and
+// Bytes() values (the row the target is for), with Poll (the simple form)
+// and with Records and JSON values (the deserializer's cost, which is the
+// user's choice). Plain kgo and the control are two identical plain
+// franz-go readers (PollFetches, EachRecord), as in the producer overhead.
+const (
+	rFactory = iota
+	rFactoryPoll
+	rFactoryJSON
+	rPlain
+	rControl
+	numReaders
+)
+
+var readerNames = [numReaders]string{
+	"factory `Records`, `Bytes()`", "factory `Poll`, `Bytes()`", "factory `Records`, `JSON`",
+	"plain kgo `PollFetches`", "control (plain kgo)",
+}
+
+// consumeConfig sizes one consumer comparison.
+type consumeConfig struct {
+	Rounds    int // each reader reads the topic once per round
+	Records   int // records in the topic, all read by every read
+	ValueSize int
+}
+
+// consumeResult is what the consumer comparison measured.
+type consumeResult struct {
+	Where   string
+	Cfg     consumeConfig
+	Tput    [numReaders][]float64 // records/s, one per round
+	CPU     [numReaders][]float64 // process CPU µs per record, one per round (nil where not measured)
+	Elapsed time.Duration
+}
+
+// reading is the JSON value of every record, padded to the value size.
+type reading struct {
+	Sensor string `json:"sensor"`
+	Value  int    `json:"value"`
+	Pad    string `json:"pad"`
+}
+
+// consumeValue is record i's value: a reading of exactly size bytes (at
+// least its JSON without padding), so the bytes and JSON readers read the
+// same records.
+func consumeValue(i, size int) []byte {
+	v := fmt.Appendf(nil, `{"sensor":"s%06d","value":%d,"pad":""}`, i%1000000, i)
+	if pad := size - len(v); pad > 0 {
+		v = fmt.Appendf(nil, `{"sensor":"s%06d","value":%d,"pad":"%s"}`, i%1000000, i, bytes.Repeat([]byte("x"), pad))
+	}
+	return v
+}
+
+// fillTopic produces cfg.Records records to topic through a plain client.
+func fillTopic(ctx context.Context, addrs []string, topic string, cfg consumeConfig) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var failed atomic.Int64
+	var first atomic.Value
+	for i := range cfg.Records {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: consumeValue(i, cfg.ValueSize)}, func(_ *kgo.Record, err error) {
+			if err != nil && failed.Add(1) == 1 {
+				first.Store(err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("fill %s: %w", topic, err)
+	}
+	if n := failed.Load(); n > 0 {
+		return fmt.Errorf("fill %s: %d records failed, the first with %v", topic, n, first.Load())
+	}
+	return nil
+}
+
+// readTopic reads all cfg.Records records of topic's partitions from the
+// start with a fresh client of reader v, and returns the time from making
+// the client to the last record in hand.
+func readTopic(ctx context.Context, v int, f *factory.Factory, addrs []string, topic string, partitions int32, n int) (time.Duration, error) {
+	at := map[string]map[int32]kgo.Offset{topic: {}}
+	for p := range partitions {
+		at[topic][p] = kgo.NewOffset().AtStart()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	got := 0
+	switch v {
+	case rPlain, rControl:
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ClientID("kconsist"), kgo.ConsumePartitions(at))
+		if err != nil {
+			return 0, err
+		}
+		defer cl.Close()
+		for got < n {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				return 0, fmt.Errorf("%s: %w", readerNames[v], err)
+			}
+			fs.EachRecord(func(r *kgo.Record) { got += min(len(r.Value), 1) })
+		}
+	case rFactory, rFactoryPoll:
+		c, err := factory.NewConsumer(f, consumer.Bytes(), consumer.Bytes(), nil)
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		if err := c.Assign(at); err != nil {
+			return 0, err
+		}
+		if v == rFactory {
+			for r, err := range c.Records(ctx) {
+				if err != nil {
+					return 0, fmt.Errorf("%s: %w", readerNames[v], err)
+				}
+				if got += min(len(r.Value), 1); got == n {
+					break
+				}
+			}
+		}
+		for got < n {
+			recs, err := c.Poll(ctx, 0)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", readerNames[v], err)
+			}
+			for _, r := range recs {
+				got += min(len(r.Value), 1)
+			}
+		}
+	case rFactoryJSON:
+		c, err := factory.NewConsumer(f, consumer.Bytes(), consumer.JSON[reading](), nil)
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		if err := c.Assign(at); err != nil {
+			return 0, err
+		}
+		for r, err := range c.Records(ctx) {
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", readerNames[v], err)
+			}
+			if got += min(len(r.Value.Sensor), 1); got == n {
+				break
+			}
+		}
+	}
+	d := time.Since(start)
+	if got != n {
+		return 0, fmt.Errorf("%s: read %d of %d records: %w", readerNames[v], got, n, ctx.Err())
+	}
+	return d, nil
+}
+
+// runConsume compares the factory's consumer with plain kgo on topic, which
+// fillTopic has filled: every round, each reader in turn (the order
+// rotating) reads the whole topic from the start with a fresh client,
+// after a forced GC. The factory's store holds token, as in the producer
+// overhead, so every request it sends carries one.
+func runConsume(ctx context.Context, where string, addrs []string, topic string, partitions int32, token consistency.Context, cfg consumeConfig, logf func(string, ...any)) (*consumeResult, error) {
+	store := consistency.NewMemoryStore()
+	if _, err := store.Advance(token); err != nil {
+		return nil, err
+	}
+	f, err := factory.New(store, factory.BootstrapServers(addrs...))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res := &consumeResult{Where: where, Cfg: cfg}
+	t0 := time.Now()
+	// Warm-up: one untimed read each.
+	for v := range numReaders {
+		if _, err := readTopic(ctx, v, f, addrs, topic, partitions, cfg.Records); err != nil {
+			return nil, fmt.Errorf("consume warm-up: %w", err)
+		}
+	}
+	for r := range cfg.Rounds {
+		for i := range numReaders {
+			v := (r + i) % numReaders
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			runtime.GC()
+			cpu0, okCPU := processCPU()
+			d, err := readTopic(ctx, v, f, addrs, topic, partitions, cfg.Records)
+			if err != nil {
+				return nil, err
+			}
+			if cpu1, ok := processCPU(); ok && okCPU {
+				res.CPU[v] = append(res.CPU[v], float64((cpu1-cpu0).Nanoseconds())/1e3/float64(cfg.Records))
+			}
+			res.Tput[v] = append(res.Tput[v], float64(cfg.Records)/d.Seconds())
+		}
+		logf("consume %s round %d/%d: records/s factory %.0f, poll %.0f, json %.0f, plain %.0f, control %.0f", where, r+1, cfg.Rounds,
+			last(res.Tput[rFactory]), last(res.Tput[rFactoryPoll]), last(res.Tput[rFactoryJSON]), last(res.Tput[rPlain]), last(res.Tput[rControl]))
+	}
+	res.Elapsed = time.Since(t0)
+	return res, nil
+}
+
+// ratios returns the per-round ratios of series x of reader v over plain
+// kgo: the geometric mean of the plain and control readers' values that
+// round, or over plain alone for the control.
+func (r *consumeResult) ratios(x *[numReaders][]float64, v int) []float64 {
+	if len(x[v]) != r.Cfg.Rounds || len(x[rPlain]) != r.Cfg.Rounds || len(x[rControl]) != r.Cfg.Rounds {
+		return nil
+	}
+	out := make([]float64, r.Cfg.Rounds)
+	for i := range out {
+		base := math.Sqrt(x[rPlain][i] * x[rControl][i])
+		if v == rControl {
+			base = x[rPlain][i]
+		}
+		out[i] = x[v][i] / base
+	}
+	return out
+}
+
+// ratioCI is a 95% bootstrap interval of the median of per-round ratios;
+// rounds are the units (every read has fresh clients).
+func ratioCI(ratios []float64) (lo, hi float64) {
+	return bootstrapCI(len(ratios), func(idx []int) float64 {
+		xs := make([]float64, len(idx))
+		for i, j := range idx {
+			xs[i] = ratios[j]
+		}
+		return quantile(xs, 0.5)
+	})
+}
+
+// consumeMarkdown writes the consumer table of r.
+func consumeMarkdown(w *bytes.Buffer, r *consumeResult) {
+	c := r.Cfg
+	fmt.Fprintf(w, "Where: %s. One topic of %d records of %d bytes (a JSON object, so that every reader reads the same records). "+
+		"Each read makes a fresh client, assigns every partition from the start and reads until it has all %d records in hand; "+
+		"throughput = records / time from making the client to the last record (connecting and the first fetches included, "+
+		"for every reader alike); CPU = user + system time of the whole process during the read, per record. Readers: "+
+		"the factory consumer (`factory.NewConsumer`, `Assign`) reading with `Records` and `consumer.Bytes()` values (the target's "+
+		"row), with `Poll`, and with `Records` and `consumer.JSON` values (the deserializer's cost, which is the user's choice); "+
+		"plain `kgo.Client` with `PollFetches` and `EachRecord`; and a second identical plain client, the **control**. The factory "+
+		"rows are compared with both plain clients (per round, the geometric mean of their two values), the control with plain "+
+		"kgo alone: its ratio is the harness's own error. The factory's store starts with a token of the cluster, so every request "+
+		"it sends is stamped.\n\n", r.Where, c.Records, c.ValueSize, c.Records)
+	fmt.Fprintf(w, "Repetitions: %d rounds after one untimed read each; in each round every reader reads once, after a forced GC, "+
+		"the order rotating by one reader per round. Spread: median [min–max] over rounds; ratios: median of per-round ratios "+
+		"with a 95%% bootstrap interval over rounds. Run time %v.\n\n", c.Rounds, r.Elapsed.Round(time.Second))
+	fmt.Fprintf(w, "| reader | records/s | CPU µs per record | throughput / kgo ×2 | CPU / kgo ×2 | target | result |\n|---|---|---|---|---|---|---|\n")
+	for _, v := range []int{rFactory, rFactoryPoll, rFactoryJSON, rPlain, rControl} {
+		tcell, ccell, target, result := "1", "1", "–", "–"
+		if v != rPlain {
+			tr := r.ratios(&r.Tput, v)
+			lo, hi := ratioCI(tr)
+			sp := spreadOf(tr)
+			tcell = fmt.Sprintf("%s, 95%% CI [%s, %s]; per-round [%s–%s]", f3(sp.Median), f3(lo), f3(hi), f3(sp.Min), f3(sp.Max))
+			if cr := r.ratios(&r.CPU, v); cr != nil {
+				lo, hi := ratioCI(cr)
+				ccell = fmt.Sprintf("%s, 95%% CI [%s, %s]", f3(quantile(cr, 0.5)), f3(lo), f3(hi))
+			} else {
+				ccell = "–"
+			}
+			if v == rFactory {
+				target, result = "≥ 0.95", verdict(lo, hi, 0.95, true)
+			}
+			if v == rControl {
+				tcell += " (over plain kgo: harness error)"
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", readerNames[v], spreadText(spreadOf(r.Tput[v]), f0),
+			spreadText(spreadOf(r.CPU[v]), f2), tcell, ccell, target, result)
+	}
+	fmt.Fprintln(w)
+}
+
+// The consumer comparison's sections of the report.
+const (
+	consumeSection  = "consume-local"
+	kconsumeSection = "consume-realkafka"
+)
+
+// runLocalConsume runs the consumer comparison on a local cluster that
+// never lags, 3 brokers like the producer overhead's.
+func runLocalConsume(ctx context.Context, o options, p plan, m machine) (string, error) {
+	t0 := time.Now()
+	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(0))
+	if err != nil {
+		return "", err
+	}
+	defer lc.Close()
+	if err := createAndWait(ctx, lc, "consume"); err != nil {
+		return "", err
+	}
+	if err := fillTopic(ctx, lc.Addrs(), "consume", p.consume); err != nil {
+		return "", err
+	}
+	res, err := runConsume(ctx, "in-process local cluster (integration/localcluster), 3 brokers, apply lag 0, topic of 3 partitions",
+		lc.Addrs(), "consume", 3, consistency.Unknown(), p.consume, o.Logf)
+	if err != nil {
+		return "", fmt.Errorf("consume: %w", err)
+	}
+	var tables bytes.Buffer
+	consumeMarkdown(&tables, res)
+	var body bytes.Buffer
+	header(&body, o, m, time.Since(t0))
+	body.Write(tables.Bytes())
+	return body.String(), nil
+}
+
+// runRealConsume runs the consumer comparison on three Apache Kafka 4.4
+// nodes of its own.
+func runRealConsume(ctx context.Context, o options, p plan, m machine) (string, error) {
+	t0 := time.Now()
+	var res *consumeResult
+	startup, err := withKafka(ctx, o.Logf, func(ctx context.Context, c *kafkatest.Cluster) error {
+		if err := createInSync(ctx, c, "consume", nil); err != nil {
+			return err
+		}
+		if err := fillTopic(ctx, c.BootstrapAddrs(), "consume", p.kconsume); err != nil {
+			return err
+		}
+		var err error
+		res, err = runConsume(ctx, "Apache Kafka 4.4, 3 nodes, topic of 3 partitions with replication factor 3",
+			c.BootstrapAddrs(), "consume", 3, consistency.MustOf(c.ClusterID(), 1<<40), p.kconsume, o.Logf)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("consume: %w", err)
+	}
+	var tables bytes.Buffer
+	fmt.Fprintf(&tables, "Three combined broker+controller JVMs started by `integration/kafkatest` (ready in %v). Kafka 4.4 skips "+
+		"the header tag the factory stamps and sends none back.\n\n", startup.Round(time.Second))
+	consumeMarkdown(&tables, res)
+	var body bytes.Buffer
+	header(&body, o, m, time.Since(t0))
+	body.Write(tables.Bytes())
+	return body.String(), nil
+}
