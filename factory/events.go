@@ -40,6 +40,11 @@ const (
 	// restored metadata log); it was lowered to that offset (Token). Sent
 	// is the offset it held.
 	EventTokenHealed
+	// EventAuthFailed: the bootstrap servers refused the factory's
+	// credentials or TLS settings (Err, which errors.Is/As finds the
+	// kerr or x509 error in). Reported once per distinct failure; records
+	// and polls of the factory's clients fail with it while it holds.
+	EventAuthFailed
 )
 
 func (k EventKind) String() string {
@@ -60,6 +65,8 @@ func (k EventKind) String() string {
 		return "consistency-off"
 	case EventTokenHealed:
 		return "token-healed"
+	case EventAuthFailed:
+		return "auth-failed"
 	}
 	return "unknown"
 }
@@ -80,7 +87,7 @@ type Event struct {
 	Sent, BrokerAt int64
 	// From and To are cluster ids (misroute: expected and got).
 	From, To string
-	// Err is the reason of EventConsistencyOff.
+	// Err is the reason of EventConsistencyOff and EventAuthFailed.
 	Err error
 }
 
@@ -138,6 +145,9 @@ func (w *wireObserver) OnTokenAdvanced(_, to consistency.Context) {
 
 func (w *wireObserver) OnInconsistentMetadata(addr string, key int16, sent, at int64) {
 	w.f.inconsistent.Add(1)
+	// Any such answer may be what held a record that then timed out (its
+	// metadata, its producer id): the producer's clock moves for all.
+	w.f.produceMarks.Tick()
 	if h := w.f.healer; h != nil {
 		h.soon()
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,7 +82,7 @@ func New(store consistency.Store, opts ...Opt) (*Factory, error) {
 	if err := f.startEmulation(); err != nil {
 		return nil, err
 	}
-	f.watcher = &rebootstrap.Watcher{Store: store, OnEvent: f.rebootstrapEvent, Pin: cfg.pin}
+	f.watcher = &rebootstrap.Watcher{Store: store, OnEvent: f.rebootstrapEvent, Pin: cfg.pin, Logger: cfg.logger}
 	f.watcher.Probe = f.probe()
 	return f, nil
 }
@@ -180,6 +181,8 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 		},
 		Inconsistent:   f.produceMarks.Clock,
 		InconsistentOn: f.produceMarks.At,
+		TopicHeldAt:    f.produceMarks.TopicHeldAt,
+		Auth:           f.authWatch(cfg),
 	}), nil
 }
 
@@ -209,6 +212,7 @@ func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values con
 			cl, _, err := f.client(opts, extra)
 			return cl, err
 		},
+		Auth: f.authWatch(cfg),
 	}), nil
 }
 
@@ -279,6 +283,11 @@ func (f *Factory) newKgo(cfg config, store consistency.Store, extra []kgo.Opt, s
 		kopts = append(kopts, kgo.WithHooks(closeHook(func() { f.stats.remove(dial.ic) })))
 	} else {
 		rb = newRebootstrapOpts(rebootstrap.None, false, cfg.seeds, nil)
+		if l := kgoLogger(cfg.logger); l != nil {
+			// The watcher logs each distinct probe failure once;
+			// franz-go would warn at every attempt.
+			kopts = append(kopts, kgo.WithLogger(quietLogger{l}))
+		}
 	}
 	kopts = append(kopts, rb.opts...)
 	kopts = append(kopts, extra...)
@@ -449,6 +458,13 @@ func normalAddr(addr string) string {
 }
 
 func (f *Factory) rebootstrapEvent(ev rebootstrap.Event) {
+	if ev.AuthFailure != nil {
+		// The watcher has logged it: tell the observer only.
+		if o := f.base.observer; o != nil {
+			o.OnEvent(Event{Kind: EventAuthFailed, Err: ev.AuthFailure})
+		}
+		return
+	}
 	if ev.StoreReset {
 		f.stats.storeResets.Add(1)
 	}
@@ -705,4 +721,42 @@ func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 		lvl = slog.LevelWarn
 	}
 	a.l.Log(context.Background(), lvl, msg, keyvals...)
+}
+
+// authWatch returns the watcher as the authentication-failure watch of a
+// client with settings cfg, or nil when the watcher's probes, made with the
+// factory's base settings, say nothing about it: a client with its own
+// bootstrap servers, credentials or TLS settings. (A kgo.SASL or dialer in
+// KgoOpts is not compared.)
+func (f *Factory) authWatch(cfg config) authWatch {
+	b := &f.base
+	if cfg.secProt != b.secProt || cfg.sasl != b.sasl || cfg.tls != b.tls ||
+		cfg.sslCA != b.sslCA || cfg.sslCert != b.sslCert || cfg.sslKey != b.sslKey ||
+		!slices.Equal(cfg.seeds, b.seeds) {
+		return nil
+	}
+	return f.watcher
+}
+
+// authWatch is what producers and consumers ask about authentication
+// failures (producer.AuthWatch, consumer.AuthWatch). An interface, so that
+// "none" is a nil interface and not a nil *rebootstrap.Watcher.
+type authWatch interface {
+	AuthFailure() error
+	OnAuthFailure(fn func(error)) (cancel func())
+}
+
+// quietLogger passes franz-go's logs on at debug level at most: for the
+// cluster watcher's probe clients, whose failures the watcher logs once.
+type quietLogger struct{ l kgo.Logger }
+
+func (q quietLogger) Level() kgo.LogLevel {
+	if q.l.Level() >= kgo.LogLevelDebug {
+		return kgo.LogLevelDebug
+	}
+	return kgo.LogLevelNone
+}
+
+func (q quietLogger) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
+	q.l.Log(kgo.LogLevelDebug, msg, keyvals...)
 }

@@ -97,15 +97,26 @@ type Follow struct {
 	NewClient func() (*kgo.Client, error)
 	// Inconsistent and InconsistentOn tell which failures brokers behind
 	// the token caused. Inconsistent is a clock that moves on each
-	// INCONSISTENT_METADATA answer to a produce request; InconsistentOn
-	// is the clock's value at the last such answer for one partition (0
-	// for none). A record that fails after its own partition was answered
-	// so while the record was in flight failed because brokers stayed
-	// behind the token, whatever error franz-go gave up with; an answer
-	// for another partition says nothing about it. Either may be nil: no
+	// INCONSISTENT_METADATA answer; InconsistentOn is the clock's value at
+	// the last such answer for one partition (0 for none). A record that
+	// fails after its own partition was answered so while the record was
+	// in flight failed because brokers stayed behind the token, whatever
+	// error franz-go gave up with; an answer for another partition says
+	// nothing about it. A record that timed out (ErrRecordTimeout) while
+	// any request was answered so may have waited on it (its metadata,
+	// its producer id) and is reported so too. Either may be nil: no
 	// failure is then attributed.
-	Inconsistent   func() uint64
+	Inconsistent func() uint64
+	// TopicHeldAt returns when a Metadata answer for the topic last came
+	// back INCONSISTENT_METADATA (zero for never): a record that timed out
+	// while its topic's metadata was held back never had a partition to
+	// go to. May be nil.
+	TopicHeldAt    func(topic string) time.Time
 	InconsistentOn func(topic string, partition int32) uint64
+	// Auth, when not nil, tells when the cluster refuses the producer's
+	// credentials or TLS settings: records then fail with the cause (see
+	// AuthWatch) instead of waiting for their delivery timeout.
+	Auth AuthWatch
 }
 
 // Producer produces records with K keys and V values. It is safe for
@@ -134,6 +145,7 @@ type engine struct {
 	mu     sync.Mutex              // serializes replacing cur
 	topics sync.Map
 	cancel func()
+	auth   authState
 	closed atomic.Bool // Close began: no new client
 	// refused is set while a pinned producer's cluster is gone from
 	// behind the bootstrap servers (Follow.Refuse): records fail at once.
@@ -282,6 +294,7 @@ func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
 			e.cancel = f.Watch.OnChange(e.pinnedChange)
 		}
 	}
+	e.watchAuth(f.Auth)
 	return p
 }
 
@@ -452,6 +465,11 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 	// franz-go's ProduceSync returns only once the record has its outcome,
 	// which a broker holding the request behind the token may delay for
 	// long: the caller's context ends the wait, not the record.
+	var clock0 uint64
+	if at := p.e.follow.Inconsistent; at != nil {
+		clock0 = at()
+	}
+	topic := x.rec.Topic
 	p.e.omu.Lock()
 	started := p.e.goLocked(func() { p.e.sendSync(x.ctx, xs[:], recs[:]) })
 	p.e.omu.Unlock()
@@ -462,7 +480,7 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 	case <-w.ch:
 		return w.r, w.err
 	case <-ctx.Done():
-		return Result{}, p.e.gaveUp(ctx, x)
+		return Result{}, p.e.gaveUp(ctx, topic, clock0)
 	}
 }
 
@@ -470,9 +488,10 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 // record's outcome; the record itself may still be written. When brokers
 // answered INCONSISTENT_METADATA meanwhile, that is named as the likely
 // reason it waited.
-func (e *engine) gaveUp(ctx context.Context, x *inflight) error {
-	err := fmt.Errorf("producer: record to %s not acknowledged before the context ended (it may still be written): %w", x.rec.Topic, context.Cause(ctx))
-	if at := e.follow.Inconsistent; at != nil && int32(uint32(at())-x.inc0) > 0 {
+func (e *engine) gaveUp(ctx context.Context, topic string, clock0 uint64) error {
+	err := fmt.Errorf("producer: record to %s not acknowledged before the context ended (it may still be written): %w", topic, context.Cause(ctx))
+	err = e.authCause(err)
+	if at := e.follow.Inconsistent; at != nil && at() != clock0 {
 		return fmt.Errorf("%w: %w", err, consistency.ErrInconsistentMetadata)
 	}
 	return err
@@ -567,6 +586,10 @@ func (e *engine) send(x *inflight) {
 		e.refuse(x, r)
 		return
 	}
+	if err := e.authRefusal(x.rec.Topic); err != nil {
+		e.refuse(x, err)
+		return
+	}
 	c := e.cur.Load()
 	e.prime(c, x)
 	if c.hooked {
@@ -581,7 +604,7 @@ func (e *engine) send(x *inflight) {
 // refuse fails x, which was not sent, with r: through the queue, so that
 // its callback runs on the producer's goroutine after the outcomes before
 // it, and the record's own caller never runs it.
-func (e *engine) refuse(x *inflight, r *ClusterChangedError) {
+func (e *engine) refuse(x *inflight, r error) {
 	if x.seq&resentFlag != 0 { // Flush waits for it: count it off once queued
 		x.seq &^= resentFlag
 		defer e.end()
@@ -647,6 +670,12 @@ func (e *engine) sendSync(ctx context.Context, xs []*inflight, recs []*kgo.Recor
 	if r := e.refused.Load(); r != nil && e.stillRefused() {
 		for _, x := range xs {
 			e.refuse(x, r)
+		}
+		return
+	}
+	if e.authRefusal("") != nil {
+		for _, x := range xs {
+			e.refuse(x, e.authRefusal(x.rec.Topic))
 		}
 		return
 	}
@@ -918,6 +947,7 @@ func (p *Producer[K, V]) Close(ctx context.Context) error {
 	if e.cancel != nil {
 		e.cancel()
 	}
+	e.stopAuth()
 	err := e.flush(ctx)
 	// franz-go's Close can take a while of its own (it gives a last client
 	// metrics push up to 1s, which a broker holding requests delays): the
@@ -956,6 +986,9 @@ func (p *Producer[K, V]) Close(ctx context.Context) error {
 // record whose own partition was answered INCONSISTENT_METADATA while it
 // was in flight failed because brokers stayed behind the token.
 func (e *engine) attribute(x *inflight, err error) error {
+	if aerr := e.authAttributed(x, err); aerr != nil {
+		return aerr
+	}
 	at := e.follow.InconsistentOn
 	if at == nil || e.follow.Inconsistent == nil {
 		return err
@@ -963,6 +996,18 @@ func (e *engine) attribute(x *inflight, err error) error {
 	// The clock's low 32 bits, compared as a wrapping difference.
 	if int32(uint32(at(x.rec.Topic, x.rec.Partition))-x.inc0) > 0 {
 		return staleError(err)
+	}
+	if errors.Is(err, kgo.ErrRecordTimeout) {
+		if int32(uint32(e.follow.Inconsistent())-x.inc0) > 0 {
+			return staleError(err)
+		}
+		// Its topic's metadata may have been held back just before the
+		// record came (the client's first metadata request).
+		if held := e.follow.TopicHeldAt; held != nil {
+			if at := held(x.rec.Topic); !at.IsZero() && at.After(x.rec.Timestamp.Add(-time.Second)) {
+				return staleError(err)
+			}
+		}
 	}
 	return err
 }

@@ -18,4 +18,12 @@
 // After a rebootstrap, [Watcher] asks the cluster for its id. If it changed,
 // the consistency store is reset to Unknown, since offsets of one metadata
 // log mean nothing in another, and the change is reported.
+//
+// The watcher's probes back off exponentially with jitter while they fail,
+// and each distinct failure is logged once. A probe refused for its
+// credentials or TLS settings ([IsAuthFailure]) is not retried: the
+// failure is kept ([Watcher.AuthFailure]), subscribers are told (the
+// factory's producers and consumers then fail records and polls with it),
+// and no probe is made for a quiet period that doubles, up to 30s, while
+// the failure persists.
 package rebootstrap

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -141,6 +143,10 @@ type Event struct {
 	// StoreReset is set when the consistency store was reset because the
 	// cluster changed.
 	StoreReset bool
+	// AuthFailure, when not nil, is why the bootstrap servers refused the
+	// probe's credentials or TLS settings (see IsAuthFailure). It is
+	// reported once per distinct failure, not at every probe.
+	AuthFailure error
 }
 
 // Probe asks the bootstrap servers which cluster they belong to. It must
@@ -192,6 +198,19 @@ type Watcher struct {
 	// Pin, when set, is the only cluster the clients may talk to; it is the
 	// "before" of every comparison.
 	Pin string
+	// Logger, when not nil, gets one line per distinct probe failure
+	// (not one per attempt: probes are retried, and every client of a
+	// misconfigured fleet would otherwise warn many times a second).
+	Logger *slog.Logger
+
+	// failed is the authentication or TLS failure of the last probe, nil
+	// after a probe that worked. Read on every record a producer sends.
+	failed atomic.Pointer[failure]
+	// authFails counts such failures in a row; logged holds the texts of
+	// the failures logged since the last probe that worked. Both under mu.
+	authFails   int
+	logged      map[string]struct{}
+	failureSubs map[*func(error)]struct{}
 
 	mu      sync.Mutex
 	cluster string
@@ -230,6 +249,40 @@ func (w *Watcher) OnChange(fn func()) (cancel func()) {
 		delete(w.subs, key)
 		w.mu.Unlock()
 	}
+}
+
+// OnAuthFailure calls fn (on the watcher's goroutine) each time a probe
+// finds the bootstrap servers refusing the factory's credentials or TLS
+// settings, until cancel is called. fn must not block.
+func (w *Watcher) OnAuthFailure(fn func(error)) (cancel func()) {
+	key := &fn
+	w.mu.Lock()
+	if w.failureSubs == nil {
+		w.failureSubs = map[*func(error)]struct{}{}
+	}
+	w.failureSubs[key] = struct{}{}
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		delete(w.failureSubs, key)
+		w.mu.Unlock()
+	}
+}
+
+// AuthFailure returns why the last probe failed authentication or TLS
+// verification, or nil if it did not. It is cheap when nil: producers ask
+// on every record. Once the quiet period after the failure is over, the
+// first call starts a new check, whose probe clears the failure if the
+// cluster accepts the client again.
+func (w *Watcher) AuthFailure() error {
+	f := w.failed.Load()
+	if f == nil {
+		return nil
+	}
+	if !time.Now().Before(f.until) && f.rechecked.CompareAndSwap(false, true) {
+		w.Check(false)
+	}
+	return f.err
 }
 
 // Close stops checks in flight and waits until the watcher's goroutines
@@ -382,9 +435,14 @@ func (w *Watcher) loop() {
 	}
 }
 
-// ask returns the cluster id the seeds name, or "" if none answered in time.
+// ask returns the cluster id the seeds name, or "" if none answered in
+// time, or if they refused the client's credentials or TLS settings (now,
+// or a moment ago: then no probe is made until the quiet period is over).
 func (w *Watcher) ask() string {
 	if w.Probe == nil {
+		return ""
+	}
+	if f := w.failed.Load(); f != nil && time.Now().Before(f.until) {
 		return ""
 	}
 	timeout := w.Timeout
@@ -395,17 +453,102 @@ func (w *Watcher) ask() string {
 	ctx, cancel := context.WithTimeout(w.lifetime(), timeout)
 	defer cancel()
 	// Right after a rebootstrap the old connections are being torn down,
-	// so the first tries may fail.
+	// so the first tries may fail: retry, backing off.
+	delay := probeBackoffMin
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
-		if id, err := w.Probe(ctx); err == nil && id != "" {
+		id, err := w.Probe(ctx)
+		if err == nil && id != "" {
+			w.probeWorked()
 			return id
 		}
+		if ctx.Err() != nil {
+			return ""
+		}
+		if IsAuthFailure(err) {
+			w.authFailed(err)
+			return ""
+		}
+		if err != nil {
+			w.logOnce(slog.LevelInfo, "cluster check: the bootstrap servers did not answer; retrying with backoff", err)
+		}
+		timer.Reset(jitter(delay))
 		select {
 		case <-ctx.Done():
 			return ""
-		case <-time.After(100 * time.Millisecond):
+		case <-timer.C:
+		}
+		delay = min(2*delay, probeBackoffMax)
+	}
+}
+
+// probeWorked clears an authentication failure: the cluster accepts the
+// client (again).
+func (w *Watcher) probeWorked() {
+	w.mu.Lock()
+	hadFailure := w.failed.Swap(nil) != nil
+	w.authFails = 0
+	w.logged = nil
+	w.mu.Unlock()
+	if hadFailure && w.Logger != nil {
+		w.Logger.Info("cluster check: the bootstrap servers accept the client again")
+	}
+}
+
+// authFailed records err, an authentication or TLS failure, starts a quiet
+// period without probes, and tells the subscribers. A failure seen for the
+// first time is logged and reported as an event.
+func (w *Watcher) authFailed(err error) {
+	w.mu.Lock()
+	w.authFails++
+	w.failed.Store(&failure{err: err, until: time.Now().Add(authQuiet(w.authFails))})
+	fresh := w.firstSeenLocked(err)
+	subs := make([]func(error), 0, len(w.failureSubs))
+	for fn := range w.failureSubs {
+		subs = append(subs, *fn)
+	}
+	w.mu.Unlock()
+	if fresh {
+		if w.Logger != nil {
+			w.Logger.Error("cluster check: the bootstrap servers refuse the client's credentials or TLS settings; requests fail with this error until they accept them, and checks back off", "err", err)
+		}
+		if w.OnEvent != nil {
+			w.OnEvent(Event{AuthFailure: err})
 		}
 	}
+	for _, fn := range subs {
+		fn(err)
+	}
+}
+
+// logOnce logs err at level unless its text was logged since the last
+// probe that worked.
+func (w *Watcher) logOnce(level slog.Level, msg string, err error) {
+	w.mu.Lock()
+	fresh := w.firstSeenLocked(err)
+	w.mu.Unlock()
+	if fresh && w.Logger != nil {
+		w.Logger.Log(context.Background(), level, msg, "err", err)
+	}
+}
+
+// maxLogged bounds the failure texts remembered: a text that changes at
+// every attempt must not grow the set forever.
+const maxLogged = 64
+
+// firstSeenLocked reports whether err's text is new since the last probe
+// that worked, and remembers it; w.mu held.
+func (w *Watcher) firstSeenLocked(err error) bool {
+	text := err.Error()
+	if _, ok := w.logged[text]; ok {
+		return false
+	}
+	if w.logged == nil || len(w.logged) >= maxLogged {
+		w.logged = map[string]struct{}{}
+	}
+	w.logged[text] = struct{}{}
+	return true
 }
 
 func (w *Watcher) check(rebootstrapped bool) {

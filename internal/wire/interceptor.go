@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync/atomic"
 	"time"
@@ -166,14 +167,51 @@ func (i *Interceptor) DialContext(ctx context.Context, network, addr string) (ne
 			}
 			cfg.ServerName = host
 		}
-		tc := tls.Client(c, cfg)
+		peer := &firstBytes{Conn: c}
+		tc := tls.Client(peer, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("wire: tls handshake with %s: %w", addr, err)
+			return nil, handshakeError(addr, err, peer.got)
 		}
 		c = tc
 	}
 	return i.Wrap(c, addr), nil
+}
+
+// ErrNotTLS is matched (errors.Is) by the dial error of a peer that closed
+// the connection during the TLS handshake without sending a byte: what a
+// plaintext Kafka listener does with a ClientHello, whose first bytes it
+// reads as an impossible request size.
+var ErrNotTLS = errors.New("the peer closed the connection without a TLS answer (is it a plaintext listener?)")
+
+// handshakeError is the dial error of a failed TLS handshake with addr; got
+// says whether the peer sent anything.
+//
+// A silent close does not wrap io.EOF: kgo retries an EOF on dial under
+// AlwaysRetryEOF (which the factory sets for connections cut by proxies),
+// and a TLS client pointed at a plaintext port would then try three times
+// before failing, where plain kgo fails at once. A close after the peer
+// spoke TLS keeps its io.EOF and stays retried.
+func handshakeError(addr string, err error, got bool) error {
+	if !got && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		return fmt.Errorf("wire: tls handshake with %s: %w (%v)", addr, ErrNotTLS, err)
+	}
+	return fmt.Errorf("wire: tls handshake with %s: %w", addr, err)
+}
+
+// firstBytes notes whether anything was read through it. Set and read on
+// the dialing goroutine only: kgo gets the connection after the handshake.
+type firstBytes struct {
+	net.Conn
+	got bool
+}
+
+func (f *firstBytes) Read(p []byte) (int, error) {
+	n, err := f.Conn.Read(p)
+	if n > 0 {
+		f.got = true
+	}
+	return n, err
 }
 
 // Wrap returns c intercepted as a connection to addr. The returned conn owns

@@ -1,0 +1,177 @@
+package rebootstrap
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kconsist/kconsist/internal/wire"
+)
+
+func TestIsAuthFailure(t *testing.T) {
+	sasl := fmt.Errorf("no seed named its cluster: %w", errors.Join(
+		fmt.Errorf("%w: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512", kerr.SaslAuthenticationFailed),
+		&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED},
+	))
+	unknownCA := fmt.Errorf("wire: tls handshake with b:9093: %w", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}})
+	otherHost := fmt.Errorf("wire: tls handshake with b:9093: %w", x509.HostnameError{Host: "b"})
+	for name, tc := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"sasl among seeds":   {sasl, true},
+		"mechanism":          {kerr.UnsupportedSaslMechanism, true},
+		"unknown authority":  {unknownCA, true},
+		"another host":       {otherHost, true},
+		"broker alert":       {&net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, true},
+		"not tls":            {fmt.Errorf("wire: tls handshake with b:9092: %w (EOF)", wire.ErrNotTLS), true},
+		"non-tls answer":     {tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, true},
+		"nil":                {nil, false},
+		"eof":                {io.EOF, false},
+		"refused":            {&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, false},
+		"deadline":           {context.DeadlineExceeded, false},
+		"authorization only": {kerr.TopicAuthorizationFailed, false},
+	} {
+		require.Equal(t, tc.want, IsAuthFailure(tc.err), name)
+	}
+}
+
+// countingProbe fails with err and counts its calls.
+type countingProbe struct {
+	mu    sync.Mutex
+	err   error
+	id    string
+	calls int
+}
+
+func (p *countingProbe) probe(context.Context) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls++
+	return p.id, p.err
+}
+
+func (p *countingProbe) set(id string, err error) {
+	p.mu.Lock()
+	p.id, p.err = id, err
+	p.mu.Unlock()
+}
+
+func (p *countingProbe) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls
+}
+
+// syncBuffer is a log destination safe for the watcher's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestProbeBacksOff: a check whose probes keep failing (brokers down)
+// backs off exponentially instead of probing every 100ms, and logs the
+// failure once, not at every attempt.
+func TestProbeBacksOff(t *testing.T) {
+	p := &countingProbe{err: errors.New("unable to dial: connection refused")}
+	var logs syncBuffer
+	w := &Watcher{Probe: p.probe, Timeout: 1500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	defer w.Close()
+	w.Check(false)
+	w.Settle(context.Background())
+	// 100ms apart for 1.5s would be 15 probes; 100, 200, 400, 800ms
+	// (each jittered down to half) leave at most 6.
+	require.GreaterOrEqual(t, p.count(), 3)
+	require.LessOrEqual(t, p.count(), 6, "probes in 1.5s")
+	require.Equal(t, 1, strings.Count(logs.String(), "connection refused"), logs.String())
+	require.NoError(t, w.AuthFailure(), "brokers that are down are no authentication failure")
+}
+
+// TestAuthFailureQuiet: a probe refused for its credentials ends the check
+// at once, and later checks make no probe during the quiet period (a
+// producer asks for one at every failed record); the failure is logged,
+// reported and told to subscribers, and clears once a probe works again.
+func TestAuthFailureQuiet(t *testing.T) {
+	sasl := fmt.Errorf("%w: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512", kerr.SaslAuthenticationFailed)
+	p := &countingProbe{err: sasl}
+	var logs syncBuffer
+	var events, told atomic.Int32
+	w := &Watcher{
+		Probe:  p.probe,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		OnEvent: func(ev Event) {
+			if ev.AuthFailure != nil {
+				events.Add(1)
+			}
+		},
+	}
+	defer w.Close()
+	cancel := w.OnAuthFailure(func(err error) {
+		if errors.Is(err, kerr.SaslAuthenticationFailed) {
+			told.Add(1)
+		}
+	})
+	defer cancel()
+	ctx := context.Background()
+	start := time.Now()
+	w.Check(false)
+	w.Settle(ctx)
+	require.Less(t, time.Since(start), time.Second, "the check retried an authentication failure")
+	require.ErrorIs(t, w.AuthFailure(), kerr.SaslAuthenticationFailed)
+	// The quiet period is at least half a second.
+	for time.Since(start) < 400*time.Millisecond {
+		w.Check(false)
+		w.Settle(ctx)
+		require.ErrorIs(t, w.AuthFailure(), kerr.SaslAuthenticationFailed)
+	}
+	require.Equal(t, 1, p.count(), "probes during the quiet period")
+	require.Equal(t, 1, strings.Count(logs.String(), "SASL_AUTHENTICATION_FAILED"), logs.String())
+	require.EqualValues(t, 1, events.Load())
+	require.EqualValues(t, 1, told.Load())
+
+	// The credentials are fixed on the broker: once the quiet period is
+	// over, asking starts a check, which clears the failure.
+	p.set("cluster-a", nil)
+	w.failed.Load().until = time.Now() // no check is running
+	require.Error(t, w.AuthFailure())
+	w.Settle(ctx)
+	require.NoError(t, w.AuthFailure())
+	require.Equal(t, "cluster-a", w.Cluster())
+	require.Equal(t, 2, p.count())
+}
+
+// TestAuthQuietGrows: the quiet period doubles with each failure in a row,
+// up to its cap.
+func TestAuthQuietGrows(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 6: 30 * time.Second, 60: 30 * time.Second} {
+		got := authQuiet(n)
+		require.True(t, got >= want/2 && got <= want, "after %d failures: %v, want within [%v, %v]", n, got, want/2, want)
+	}
+}
