@@ -34,6 +34,7 @@ type config struct {
 	advertised   map[int32]string
 	brokerConfig map[string]string
 	startTimeout time.Duration
+	secure       *secureConfig // SASLSSL, ReauthInterval
 }
 
 // Nodes sets how many nodes the cluster has; the default is 1. Every node is
@@ -142,8 +143,10 @@ type Cluster struct {
 	classpath string
 	dir       string
 	timeout   time.Duration
-	nodes     []*node  // ordered by id
-	jvmExtra  []string // for every JVM (e.g. the CDS archive to use)
+	nodes     []*node      // ordered by id
+	jvmExtra  []string     // for every JVM (e.g. the CDS archive to use)
+	tls       *tlsMaterial // the SASL_SSL listener's, if any
+	scram     []string     // format arguments adding SCRAM credentials
 	// trainArchive, if set, is where a broker's JVM dumps the classes it
 	// loaded when it exits (see classArchive).
 	trainArchive string
@@ -158,6 +161,9 @@ type node struct {
 	internal   string
 	controller string
 	advertised string
+	// The SASL_SSL listener, if any: bound on loopback, advertised as
+	// SecureHost.
+	secure, secureAdvertised string
 
 	mu   sync.Mutex
 	proc *os.Process
@@ -229,6 +235,9 @@ func prepare(ctx context.Context, opts []Opt) (*Cluster, config, error) {
 			return nil, cfg, fmt.Errorf("AdvertisedAddr names node %d, but the cluster has nodes 1..%d", id, cfg.nodes)
 		}
 	}
+	if cfg.secure != nil && len(cfg.secure.users) == 0 {
+		return nil, cfg, errors.New("ReauthInterval needs SASLSSL: the cluster has no SASL listener")
+	}
 	if cfg.clusterID == "" {
 		cfg.clusterID = NewClusterID()
 	}
@@ -240,7 +249,12 @@ func prepare(ctx context.Context, opts []Opt) (*Cluster, config, error) {
 	if err != nil {
 		return nil, cfg, err
 	}
-	c := &Cluster{id: cfg.clusterID, java: java, classpath: cp, timeout: cfg.startTimeout}
+	c := &Cluster{id: cfg.clusterID, java: java, classpath: cp, timeout: cfg.startTimeout, scram: scramArgs(cfg.secure)}
+	if cfg.secure != nil {
+		if c.tls, err = newTLSMaterial(); err != nil {
+			return nil, cfg, err
+		}
+	}
 	if a := classArchive(java, cp); a != "" {
 		c.jvmExtra = []string{"-XX:SharedArchiveFile=" + a}
 	}
@@ -269,7 +283,11 @@ func (c *Cluster) bootRetrying(ctx context.Context, root string, cfg config, log
 }
 
 func (c *Cluster) boot(ctx context.Context, cfg config) error {
-	ports, err := freePorts(3 * cfg.nodes)
+	per := 3
+	if cfg.secure != nil {
+		per = 4
+	}
+	ports, err := freePorts(per * cfg.nodes)
 	if err != nil {
 		return err
 	}
@@ -280,9 +298,13 @@ func (c *Cluster) boot(ctx context.Context, cfg config) error {
 		n := &node{
 			id:         id,
 			dir:        filepath.Join(c.dir, fmt.Sprintf("node-%d", id)),
-			external:   fmt.Sprintf("127.0.0.1:%d", ports[3*i]),
-			internal:   fmt.Sprintf("127.0.0.1:%d", ports[3*i+1]),
-			controller: fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]),
+			external:   fmt.Sprintf("127.0.0.1:%d", ports[per*i]),
+			internal:   fmt.Sprintf("127.0.0.1:%d", ports[per*i+1]),
+			controller: fmt.Sprintf("127.0.0.1:%d", ports[per*i+2]),
+		}
+		if cfg.secure != nil {
+			n.secure = fmt.Sprintf("127.0.0.1:%d", ports[per*i+3])
+			n.secureAdvertised = secureAddr(n.secure)
 		}
 		n.props = filepath.Join(n.dir, "server.properties")
 		n.logPath = filepath.Join(n.dir, "kafka.log")
@@ -308,6 +330,9 @@ func (c *Cluster) boot(ctx context.Context, cfg config) error {
 		if err := os.WriteFile(n.props, []byte(props), 0o644); err != nil {
 			return fmt.Errorf("node %d: write server.properties: %w", n.id, err)
 		}
+	}
+	if err := c.writeTLSFiles(); err != nil {
+		return err
 	}
 
 	var g errgroup.Group
@@ -339,6 +364,7 @@ func (c *Cluster) jvmArgs() []string {
 func (c *Cluster) format(n *node) error {
 	args := append(c.jvmArgs(), "kafka.tools.StorageTool", "format",
 		"--config", n.props, "--cluster-id="+c.id)
+	args = append(args, c.scram...)
 	cmd := exec.Command(c.java, args...)
 	cmd.SysProcAttr = procAttr()
 	var out bytes.Buffer
@@ -753,6 +779,9 @@ func serverProperties(n *node, voters string, cfg config) string {
 		"background.threads":                "2",
 		"num.recovery.threads.per.data.dir": "1",
 		"log.cleaner.dedupe.buffer.size":    "16777216",
+	}
+	if cfg.secure != nil {
+		secureProperties(p, n, cfg.secure)
 	}
 	for k, v := range cfg.brokerConfig {
 		p[k] = v

@@ -3,7 +3,7 @@
 // kconsist has to work against the broker its users run, not only against
 // kfake. This package provisions Kafka from Maven Central with Maven (or uses
 // KAFKA_HOME), formats KRaft storage and starts nodes as child JVMs that
-// listen on loopback only. Two things are worth knowing first:
+// listen on loopback only. Three things are worth knowing first:
 //
 //   - [Start] returns a [Cluster]: one combined broker+controller node by
 //     default, or [Nodes](3) for three combined nodes (a three-voter quorum
@@ -16,13 +16,20 @@
 //     cluster reproduces a misrouted connection (KIP-1242) on demand. It
 //     forwards whole frames and can show each [Frame] to an observer, with
 //     decoders for the ApiVersions exchange that KIP-1242 changed.
+//   - [SASLSSL] adds a SASL_SSL client listener (SCRAM-SHA-512,
+//     SCRAM-SHA-256 and PLAIN; [ReauthInterval] for KIP-368 sessions) with
+//     a PEM keystore signed by a CA made at Start: [Cluster.TLSConfig] and
+//     [Cluster.CAFile] trust it, [Cluster.SecureAddrs] name the host its
+//     certificate is for. [NewStreamForwarder] carries such TLS traffic
+//     and counts the connections made through it.
 //
 // [CountRecords] (and [Cluster.CountRecords]) counts what a topic holds in
 // one cluster, to prove that no record went to the wrong one.
 //
 // Each node has three listeners: EXTERNAL for clients (its advertised address
 // can be replaced), INTERNAL for replication and CONTROLLER for the quorum, so
-// redirecting client traffic never disturbs the cluster itself.
+// redirecting client traffic never disturbs the cluster itself; SASLSSL adds
+// a fourth, SECURE, for clients.
 //
 // Java 17+ must be on PATH, and Maven too unless KAFKA_HOME points at an
 // unpacked Kafka 4.4 distribution. Without them tests fail with a message

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -53,6 +54,9 @@ type Forwarder struct {
 	closed  bool
 	wg      sync.WaitGroup
 	dialErr error
+	// stream: copy bytes, not frames (NewStreamForwarder).
+	stream   bool
+	accepted atomic.Uint64
 }
 
 type fwdConn struct {
@@ -72,6 +76,21 @@ func NewForwarder(target string) (*Forwarder, error) {
 	f := &Forwarder{ln: ln, target: target, conns: make(map[uint64]*fwdConn)}
 	f.wg.Add(1)
 	go f.accept()
+	return f, nil
+}
+
+// NewStreamForwarder is NewForwarder for traffic that is not Kafka frames
+// in the clear, such as a TLS listener's: it copies bytes as they come and
+// shows nothing to an observer. Accepted then still counts the
+// connections clients made.
+func NewStreamForwarder(target string) (*Forwarder, error) {
+	f, err := NewForwarder(target)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.stream = true
+	f.mu.Unlock()
 	return f, nil
 }
 
@@ -107,6 +126,10 @@ func (f *Forwarder) Observe(fn func(Frame)) {
 	defer f.mu.Unlock()
 	f.observe = fn
 }
+
+// Accepted returns how many connections clients have made to the
+// forwarder so far, including those it could not forward.
+func (f *Forwarder) Accepted() uint64 { return f.accepted.Load() }
 
 // Conns returns how many connections are open.
 func (f *Forwarder) Conns() int {
@@ -150,6 +173,7 @@ func (f *Forwarder) accept() {
 		if err != nil {
 			return // closed
 		}
+		f.accepted.Add(1)
 		f.wg.Add(1)
 		go f.serve(client)
 	}
@@ -158,7 +182,7 @@ func (f *Forwarder) accept() {
 func (f *Forwarder) serve(client net.Conn) {
 	defer f.wg.Done()
 	f.mu.Lock()
-	target, gen := f.target, f.gen
+	target, gen, stream := f.target, f.gen, f.stream
 	f.mu.Unlock()
 	if target == "" {
 		client.Close()
@@ -188,8 +212,12 @@ func (f *Forwarder) serve(client net.Conn) {
 
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); f.pipe(c, id, target, true) }()
-	go func() { defer wg.Done(); f.pipe(c, id, target, false) }()
+	pipe := f.pipe
+	if stream {
+		pipe = f.copy
+	}
+	go func() { defer wg.Done(); pipe(c, id, target, true) }()
+	go func() { defer wg.Done(); pipe(c, id, target, false) }()
 	wg.Wait()
 	f.mu.Lock()
 	if f.conns[id] == c {
@@ -234,6 +262,16 @@ func (f *Forwarder) pipe(c *fwdConn, id uint64, target string, request bool) {
 			return
 		}
 	}
+}
+
+// copy copies bytes one way until either side fails, then closes both.
+func (f *Forwarder) copy(c *fwdConn, _ uint64, _ string, request bool) {
+	defer c.close()
+	src, dst := c.server, c.client
+	if request {
+		src, dst = c.client, c.server
+	}
+	_, _ = io.Copy(dst, src) // either side's end is the connection's end
 }
 
 // frame decodes the header fields every request (key, version, correlation

@@ -13,6 +13,12 @@
 //     times) while an idempotent factory producer sends 50,000 records,
 //     which must each be in the log exactly once; then a consumer group of
 //     two factory consumers through two rebalances, missing no record.
+//   - TestMisconfig runs one node with a SASL_SSL listener: records
+//     through forced re-authentication (SCRAM-SHA-512, 3s sessions); then a
+//     wrong password, an untrusted CA and a certificate for another host,
+//     each failing the factory's Produce, Poll and admin calls with the
+//     cause within seconds, with the connections reaching the broker
+//     counted against plain franz-go's in the same window.
 //
 // Java 17+ (and Maven, unless KAFKA_HOME is set) must be installed; see
 // package kafkatest. `go test -short` skips every test here.
