@@ -25,6 +25,13 @@
 // keys and bad values are errors that name the key. [KgoOpts] passes raw
 // franz-go options through.
 //
+// A token handed over by another service is input, not truth: take it with
+// Factory.Session (its clients wait for it; the factory's other clients do
+// not), or Factory.Accept, both of which ask the cluster first and refuse
+// a token of another cluster or beyond the committed metadata offset
+// (TokenError). A store that holds such a token anyway heals itself on the
+// first long wait (EventTokenHealed).
+//
 // The factory also applies KIP-1242 (misrouted connections): see package
 // rebootstrap for metadata.recovery.strategy and
 // metadata.cluster.check.enable.
