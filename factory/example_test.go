@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/localcluster"
@@ -229,4 +230,40 @@ func TestREADMEQuickStart(t *testing.T) {
 	if !strings.Contains(string(readme), "```go\n"+code+"\n```") {
 		t.Fatalf("README.md's quick start block differs from example_test.go; paste this into it:\n%s", code)
 	}
+}
+
+// A token handed over by another service is checked with the cluster and
+// confined to the work it came with: the session's clients wait for it,
+// the factory's other clients do not. A token no broker can reach is
+// refused at once.
+func ExampleFactory_Session() {
+	lc, err := localcluster.New(localcluster.Brokers(1), localcluster.ClusterID("example-cluster"))
+	if err != nil {
+		panic(err)
+	}
+	defer lc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+
+	handed, err := consistency.ParseToken(consistency.MustOf("example-cluster", lc.LogEnd()).Token())
+	if err != nil {
+		panic(err)
+	}
+	sess, err := f.Session(ctx, handed)
+	if err != nil {
+		panic(err)
+	}
+	defer sess.Close()
+	fmt.Println("session waits for", sess.Token(), "- factory holds", f.Token())
+
+	_, err = f.Session(ctx, consistency.MustOf("example-cluster", 1<<40))
+	fmt.Println(errors.Is(err, consistency.ErrFutureToken))
+	// Output:
+	// session waits for example-cluster@0 - factory holds unknown
+	// true
 }
