@@ -21,9 +21,11 @@
 //	_, err = p.Produce(ctx, producer.Record[string, Order]{Topic: "orders", Key: "k", Value: o})
 //
 // Configuration comes as Go options ([BootstrapServers], [Acks], ...) or as
-// the Java client's properties ([FromProperties], [LoadProperties]); unknown
-// keys and bad values are errors that name the key. [KgoOpts] passes raw
-// franz-go options through.
+// client properties in the Java client's or librdkafka's names
+// ([FromProperties], [LoadProperties]); unknown keys, bad values and
+// options a client's role does not use are errors that name the key.
+// [Hooks] and [HooksPerClient] install franz-go hooks (kprom, kotel) per
+// role; [KgoOpts] passes raw franz-go options through.
 //
 // A token handed over by another service is input, not truth: take it with
 // Factory.Session (its clients wait for it; the factory's other clients do

@@ -144,6 +144,7 @@ func (f *Factory) Stats() Stats { return f.stats.snapshot() }
 // which the token keeps from answering stale, and the cache franz-go still
 // uses to route requests is kept for its minimum, 10ms.
 func (f *Factory) Admin(opts ...Opt) (*admin.Client, error) {
+	opts = withRole(opts, RoleAdmin)
 	cl, _, err := f.client(opts, []kgo.Opt{kgo.MetadataMinAge(10 * time.Millisecond)})
 	if err != nil {
 		return nil, err
@@ -158,6 +159,7 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 	if keys == nil || values == nil {
 		return nil, fmt.Errorf("%w: NewProducer needs a key and a value serializer", ErrConfig)
 	}
+	opts = withRole(opts, RoleProducer)
 	cl, cfg, err := f.client(opts, nil)
 	if err != nil {
 		return nil, err
@@ -194,6 +196,7 @@ func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values con
 	if keys == nil || values == nil {
 		return nil, fmt.Errorf("%w: NewConsumer needs a key and a value deserializer", ErrConfig)
 	}
+	opts = withRole(opts, RoleConsumer)
 	var extra []kgo.Opt
 	if len(topics) > 0 {
 		extra = append(extra, kgo.ConsumeTopics(topics...))
@@ -219,7 +222,7 @@ func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values con
 // KgoClient returns a bare franz-go client that shares the factory's store,
 // for anything the wrappers do not cover. Close it when done.
 func (f *Factory) KgoClient(opts ...Opt) (*kgo.Client, error) {
-	cl, _, err := f.client(opts, nil)
+	cl, _, err := f.client(withRole(opts, RoleKgo), nil)
 	return cl, err
 }
 
@@ -232,6 +235,9 @@ func (f *Factory) client(opts []Opt, extra []kgo.Opt) (*kgo.Client, config, erro
 	cfg := f.base.clone()
 	for _, o := range opts {
 		o.apply(&cfg)
+	}
+	if err := checkRoles(opts, cfg.role); err != nil {
+		return nil, cfg, err
 	}
 	if cfg.mode != f.base.mode {
 		return nil, cfg, fmt.Errorf("%w: consistency.mode is a factory setting (%s); a client cannot change it to %s", ErrConfig, f.base.mode, cfg.mode)
@@ -281,6 +287,7 @@ func (f *Factory) newKgo(cfg config, store consistency.Store, extra []kgo.Opt, s
 			f.watcher.Rebootstrapped()
 		})
 		kopts = append(kopts, kgo.WithHooks(closeHook(func() { f.stats.remove(dial.ic) })))
+		kopts = append(kopts, cfg.hookOpts()...)
 	} else {
 		rb = newRebootstrapOpts(rebootstrap.None, false, cfg.seeds, nil)
 		if l := kgoLogger(cfg.logger); l != nil {
@@ -543,6 +550,8 @@ func (c *config) build() (built, error) {
 	if c.retryBackoff != nil {
 		d := *c.retryBackoff
 		opts = append(opts, kgo.RetryBackoffFn(func(int) time.Duration { return d }))
+	} else {
+		opts = append(opts, kgo.RetryBackoffFn(javaBackoff))
 	}
 	switch c.acks {
 	case "all":
@@ -610,14 +619,17 @@ func (c *config) security() ([]kgo.Opt, *tls.Config, error) {
 	wantSASL := c.secProt == "SASL_PLAINTEXT" || c.secProt == "SASL_SSL"
 	var opts []kgo.Opt
 	if wantSASL {
+		if mod := c.sasl.module; mod != "" && !strings.HasPrefix(c.sasl.mechanism, mod) {
+			return nil, nil, fmt.Errorf("sasl.jaas.config: %s does not serve sasl.mechanism=%s", moduleName(mod), c.sasl.mechanism)
+		}
 		var m sasl.Mechanism
 		switch c.sasl.mechanism {
 		case "PLAIN":
 			m = plain.Auth{User: c.sasl.user, Pass: string(c.sasl.pass)}.AsMechanism()
 		case "SCRAM-SHA-256":
-			m = scram.Auth{User: c.sasl.user, Pass: string(c.sasl.pass)}.AsSha256Mechanism()
+			m = scram.Auth{User: c.sasl.user, Pass: string(c.sasl.pass), IsToken: c.sasl.token}.AsSha256Mechanism()
 		case "SCRAM-SHA-512":
-			m = scram.Auth{User: c.sasl.user, Pass: string(c.sasl.pass)}.AsSha512Mechanism()
+			m = scram.Auth{User: c.sasl.user, Pass: string(c.sasl.pass), IsToken: c.sasl.token}.AsSha512Mechanism()
 		case "":
 			return nil, nil, fmt.Errorf("sasl.mechanism: required with security.protocol=%s (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", c.secProt)
 		default:
@@ -631,7 +643,7 @@ func (c *config) security() ([]kgo.Opt, *tls.Config, error) {
 		return nil, nil, fmt.Errorf("sasl.mechanism: set, but security.protocol=%s does not use SASL", c.secProt)
 	}
 	if !wantTLS {
-		if c.sslCA != "" || c.sslCert != "" || c.sslKey != "" || c.tls != nil {
+		if c.sslCA != "" || c.sslCert != "" || c.sslKey != "" || c.sslKeystore != "" || c.sslKeyPass != "" || c.tls != nil {
 			return nil, nil, fmt.Errorf("security.protocol: %s, but TLS settings are given (use SSL or SASL_SSL)", c.secProt)
 		}
 		return opts, nil, nil
@@ -643,25 +655,36 @@ func (c *config) security() ([]kgo.Opt, *tls.Config, error) {
 		cfg = c.tls.Clone()
 	}
 	if c.sslCA != "" {
+		from := c.sslCAFrom
+		if from == "" {
+			from = "ssl.ca.location"
+		}
 		pem, err := os.ReadFile(c.sslCA)
 		if err != nil {
-			return nil, nil, fmt.Errorf("ssl.ca.location: %v", err)
+			return nil, nil, fmt.Errorf("%s: %v", from, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, fmt.Errorf("ssl.ca.location: %s holds no PEM certificate", c.sslCA)
+			return nil, nil, fmt.Errorf("%s: %s holds no PEM certificate", from, c.sslCA)
 		}
 		cfg.RootCAs = pool
 	}
 	if (c.sslCert == "") != (c.sslKey == "") {
 		return nil, nil, errors.New("ssl.certificate.location and ssl.key.location: give both or neither")
 	}
-	if c.sslCert != "" {
-		pair, err := tls.LoadX509KeyPair(c.sslCert, c.sslKey)
+	kp := keyPair{certPath: c.sslCert, keyPath: c.sslKey, certKey: "ssl.certificate.location", keyKey: "ssl.key.location", pass: c.sslKeyPass}
+	if c.sslKeystore != "" {
+		kp = keyPair{certPath: c.sslKeystore, keyPath: c.sslKeystore, certKey: "ssl.keystore.location", keyKey: "ssl.keystore.location", pass: c.sslKeyPass}
+	}
+	switch {
+	case kp.certPath != "":
+		pair, err := kp.load()
 		if err != nil {
-			return nil, nil, fmt.Errorf("ssl.certificate.location: %v", err)
+			return nil, nil, err
 		}
 		cfg.Certificates = []tls.Certificate{pair}
+	case c.sslKeyPass != "":
+		return nil, nil, errors.New("ssl.key.password: given, but no key to decrypt (ssl.keystore.location or ssl.key.location)")
 	}
 	return opts, cfg, nil
 }
@@ -731,7 +754,7 @@ func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 func (f *Factory) authWatch(cfg config) authWatch {
 	b := &f.base
 	if cfg.secProt != b.secProt || cfg.sasl != b.sasl || cfg.tls != b.tls ||
-		cfg.sslCA != b.sslCA || cfg.sslCert != b.sslCert || cfg.sslKey != b.sslKey ||
+		cfg.sslCA != b.sslCA || cfg.sslCert != b.sslCert || cfg.sslKey != b.sslKey || cfg.sslKeystore != b.sslKeystore ||
 		!slices.Equal(cfg.seeds, b.seeds) {
 		return nil
 	}

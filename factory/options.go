@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,7 +32,7 @@ type config struct {
 	clusterCheck bool
 
 	requestTimeout time.Duration
-	retryBackoff   *time.Duration // nil: franz-go's backoff
+	retryBackoff   *time.Duration // nil: javaBackoff
 
 	acks            string         // "all", "1", "0"
 	idempotence     *bool          // nil: default (true unless acks is not all)
@@ -42,12 +43,22 @@ type config struct {
 	autoOffsetRes   string
 	isolationLevel  string
 
-	tls     *tls.Config
-	sasl    saslConfig
-	secProt string
-	sslCA   string
-	sslCert string
-	sslKey  string
+	tls       *tls.Config
+	sasl      saslConfig
+	secProt   string
+	sslCA     string
+	sslCAFrom string // the key that set sslCA, for errors
+	sslCert   string
+	sslKey    string
+	// sslKeystore is a PEM keystore, key and chain in one file; it and
+	// sslCert/sslKey exclude each other.
+	sslKeystore string
+	sslKeyPass  secret
+
+	// role is the kind of client being made (see withRole); 0 for the
+	// factory's base and its own clients.
+	role  Role
+	hooks []roleHooks
 
 	logger   *slog.Logger
 	observer Observer
@@ -62,6 +73,11 @@ type config struct {
 type saslConfig struct {
 	mechanism, user string
 	pass            secret
+	// module is what a sasl.jaas.config named: "PLAIN" or "SCRAM", to be
+	// checked against the mechanism; token is ScramLoginModule's
+	// tokenauth (a delegation token).
+	module string
+	token  bool
 }
 
 // String shows the mechanism and user; the password only as redacted.
@@ -110,6 +126,7 @@ func (c config) clone() config {
 	c.seeds = append([]string(nil), c.seeds...)
 	c.kgoOpts = append([]kgo.Opt(nil), c.kgoOpts...)
 	c.errs = append([]error(nil), c.errs...)
+	c.hooks = append([]roleHooks(nil), c.hooks...)
 	if c.idempotence != nil {
 		v := *c.idempotence
 		c.idempotence = &v
@@ -198,8 +215,9 @@ func RequestTimeout(d time.Duration) Opt {
 }
 
 // RetryBackoff sets retry.backoff.ms, the fixed wait between retries; 0
-// retries at once. Default: franz-go's jittered exponential backoff, from
-// 250ms up to 5s.
+// retries at once. Default: the Java client's jittered exponential backoff,
+// from 50ms (its reconnect.backoff.ms) doubling up to 1s (its
+// reconnect.backoff.max.ms and retry.backoff.max.ms).
 func RetryBackoff(d time.Duration) Opt {
 	return opt(func(c *config) {
 		if d < 0 {
@@ -213,7 +231,7 @@ func RetryBackoff(d time.Duration) Opt {
 // Idempotence needs "all"; other values turn it off unless it was asked for
 // explicitly, which is then an error.
 func Acks(acks string) Opt {
-	return opt(func(c *config) {
+	return producerOpt("acks", func(c *config) {
 		switch strings.ToLower(strings.TrimSpace(acks)) {
 		case "all", "-1":
 			c.acks = "all"
@@ -228,13 +246,13 @@ func Acks(acks string) Opt {
 // Idempotence sets enable.idempotence. Default true: retries (including
 // those after INCONSISTENT_METADATA) never duplicate or reorder records.
 func Idempotence(enable bool) Opt {
-	return opt(func(c *config) { c.idempotence = &enable })
+	return producerOpt("enable.idempotence", func(c *config) { c.idempotence = &enable })
 }
 
 // Linger sets linger.ms, how long the producer waits to fill a batch; 0
 // sends as soon as possible. Default: franz-go's 10ms.
 func Linger(d time.Duration) Opt {
-	return opt(func(c *config) {
+	return producerOpt("linger.ms", func(c *config) {
 		if d < 0 {
 			c.fail("linger.ms: %v is negative", d)
 		}
@@ -254,7 +272,7 @@ const DefaultDeliveryTimeout = 2 * time.Minute
 // DefaultDeliveryTimeout, as in the Java client (franz-go's own default is
 // no bound).
 func DeliveryTimeout(d time.Duration) Opt {
-	return opt(func(c *config) {
+	return producerOpt("delivery.timeout.ms", func(c *config) {
 		if d <= 0 {
 			c.fail("delivery.timeout.ms: %v is not positive", d)
 			return
@@ -266,7 +284,7 @@ func DeliveryTimeout(d time.Duration) Opt {
 // Compression sets compression.type: none (default), gzip, snappy, lz4 or
 // zstd.
 func Compression(codec string) Opt {
-	return opt(func(c *config) {
+	return producerOpt("compression.type", func(c *config) {
 		switch v := strings.ToLower(strings.TrimSpace(codec)); v {
 		case "none", "gzip", "snappy", "lz4", "zstd":
 			c.compression = v
@@ -278,12 +296,12 @@ func Compression(codec string) Opt {
 
 // GroupID sets group.id. A consumer with a group id and topics joins the
 // group; without one it consumes the partitions it is assigned.
-func GroupID(id string) Opt { return opt(func(c *config) { c.groupID = id }) }
+func GroupID(id string) Opt { return consumerOpt("group.id", func(c *config) { c.groupID = id }) }
 
 // AutoOffsetReset sets auto.offset.reset: earliest, latest (default) or none
 // (an out-of-range or missing offset is an error).
 func AutoOffsetReset(where string) Opt {
-	return opt(func(c *config) {
+	return consumerOpt("auto.offset.reset", func(c *config) {
 		switch v := strings.ToLower(strings.TrimSpace(where)); v {
 		case "earliest", "latest", "none":
 			c.autoOffsetRes = v
@@ -296,7 +314,7 @@ func AutoOffsetReset(where string) Opt {
 // IsolationLevel sets isolation.level: read_uncommitted (default) or
 // read_committed.
 func IsolationLevel(level string) Opt {
-	return opt(func(c *config) {
+	return consumerOpt("isolation.level", func(c *config) {
 		switch v := strings.ToLower(strings.TrimSpace(level)); v {
 		case "read_uncommitted", "read_committed":
 			c.isolationLevel = v
@@ -318,7 +336,8 @@ func SecurityProtocol(p string) Opt {
 		case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
 			c.secProt = v
 			if !strings.HasSuffix(v, "SSL") {
-				c.tls, c.sslCA, c.sslCert, c.sslKey = nil, "", "", ""
+				c.tls, c.sslCA, c.sslCAFrom, c.sslCert, c.sslKey = nil, "", "", "", ""
+				c.sslKeystore, c.sslKeyPass = "", ""
 			}
 			if !strings.HasPrefix(v, "SASL") {
 				c.sasl = saslConfig{}
@@ -350,7 +369,7 @@ func TLS(cfg *tls.Config) Opt {
 // security.protocol becomes SASL_PLAINTEXT, or SASL_SSL with TLS.
 func SASL(mechanism, username, password string) Opt {
 	return opt(func(c *config) {
-		c.sasl = saslConfig{strings.ToUpper(strings.TrimSpace(mechanism)), username, secret(password)}
+		c.sasl = saslConfig{mechanism: strings.ToUpper(strings.TrimSpace(mechanism)), user: username, pass: secret(password)}
 		if strings.HasSuffix(c.secProt, "SSL") {
 			c.secProt = "SASL_SSL"
 		} else {
@@ -408,3 +427,167 @@ func PinCluster(id string) Opt { return opt(func(c *config) { c.pin = id }) }
 // Resolver replaces DNS resolution of bootstrap and broker host names (for
 // tests, or a custom service discovery). It is called on every dial.
 func Resolver(r rebootstrap.Resolver) Opt { return opt(func(c *config) { c.resolver = r }) }
+
+// Role is a kind of client a factory makes, for options that only some
+// clients use and for hooks. Roles combine with |.
+type Role uint8
+
+const (
+	// RoleAdmin is a client made by Factory.Admin.
+	RoleAdmin Role = 1 << iota
+	// RoleProducer is a client made by NewProducer.
+	RoleProducer
+	// RoleConsumer is a client made by NewConsumer.
+	RoleConsumer
+	// RoleKgo is a bare franz-go client made by Factory.KgoClient, which
+	// can do anything and so takes every option.
+	RoleKgo
+
+	// AllRoles is every client the factory hands out.
+	AllRoles = RoleAdmin | RoleProducer | RoleConsumer | RoleKgo
+)
+
+// String names the role: "admin", "producer", "consumer", "kgo", or
+// several joined by "|".
+func (r Role) String() string {
+	var names []string
+	for _, n := range []struct {
+		r    Role
+		name string
+	}{{RoleAdmin, "admin"}, {RoleProducer, "producer"}, {RoleConsumer, "consumer"}, {RoleKgo, "kgo"}} {
+		if r&n.r != 0 {
+			names = append(names, n.name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, "|")
+}
+
+// roleOpt is an option that only clients of roles use. Given to New it is
+// part of the base and reaches only those clients' franz-go settings;
+// given to a constructor of another role it is an error (see checkRoles).
+type roleOpt struct {
+	key   string // the property it sets, for errors
+	roles Role
+	fn    func(*config)
+}
+
+func (o roleOpt) apply(c *config) { o.fn(c) }
+
+func producerOpt(key string, fn func(*config)) Opt {
+	return roleOpt{key: key, roles: RoleProducer | RoleKgo, fn: fn}
+}
+
+func consumerOpt(key string, fn func(*config)) Opt {
+	return roleOpt{key: key, roles: RoleConsumer | RoleKgo, fn: fn}
+}
+
+// roleMark tells the options of one client which role it has.
+type roleMark Role
+
+func (m roleMark) apply(c *config) { c.role = Role(m) }
+
+// withRole returns a client constructor's options marked with its role,
+// without writing into the caller's slice.
+func withRole(opts []Opt, r Role) []Opt {
+	return append(opts[:len(opts):len(opts)], roleMark(r))
+}
+
+// checkRoles refuses options a client of role r would ignore (GroupID on a
+// producer, Acks on a consumer). Unlike the Java client, which logs "were
+// supplied but are not used" and goes on, this is an error: a Go option
+// given to one constructor was meant for that client, and a warning in a
+// log is easily missed while the setting silently does nothing. Options
+// given to New are the base of every client and are never refused: a
+// properties file shared by all roles belongs there.
+func checkRoles(opts []Opt, r Role) error {
+	var misplaced []string
+	for _, o := range opts {
+		if ro, ok := o.(roleOpt); ok && ro.roles&r == 0 {
+			misplaced = append(misplaced, ro.key+" (a "+(ro.roles&^RoleKgo).String()+" setting)")
+		}
+	}
+	if len(misplaced) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: not used by %s clients; give it to New, the base of every client, or to the client that uses it", ErrConfig, strings.Join(misplaced, ", "), r)
+}
+
+// roleHooks are franz-go hooks for the clients of roles: fixed ones, or
+// made per client by fn.
+type roleHooks struct {
+	roles Role
+	hooks []kgo.Hook
+	fn    func(ClientInfo) []kgo.Hook
+}
+
+// ClientInfo describes a franz-go client the factory is about to build, for
+// HooksPerClient.
+type ClientInfo struct {
+	// Role is the client's role: one of RoleAdmin, RoleProducer,
+	// RoleConsumer, RoleKgo.
+	Role Role
+	// ID numbers the franz-go clients built in this process from 1, a
+	// client built again after a cluster change included: two clients
+	// alive at once never share one.
+	ID uint64
+}
+
+// clientIDs numbers ClientInfo.ID.
+var clientIDs atomic.Uint64
+
+// Hooks adds franz-go hooks (kgo.Hook: kotel, kslog, your own) to every
+// client of roles that the factory builds (AllRoles: all of them),
+// including the franz-go client a producer or consumer builds again after
+// a cluster change. The factory's internal clients (cluster checks, token
+// questions) get none. Hooks given to New and to a client constructor add
+// up.
+//
+// A hook instance installed on several clients must support that: kotel's
+// do. kprom.Metrics does not (it registers its metrics when installed and
+// panics when installed twice, franz-go issue #1068): make one per client
+// with HooksPerClient.
+func Hooks(roles Role, hooks ...kgo.Hook) Opt {
+	hooks = append([]kgo.Hook(nil), hooks...)
+	return opt(func(c *config) { c.hooks = append(c.hooks, roleHooks{roles: roles, hooks: hooks}) })
+}
+
+// HooksPerClient calls newHooks for every franz-go client the factory
+// builds for its users (see Hooks) and installs the hooks it returns on that
+// client alone: for hooks that hold one client's state, such as
+// kprom.Metrics, labelled with info.Role and info.ID. newHooks is called
+// while the client is made; it must not block.
+func HooksPerClient(newHooks func(info ClientInfo) []kgo.Hook) Opt {
+	return opt(func(c *config) {
+		if newHooks == nil {
+			c.fail("HooksPerClient: nil function")
+			return
+		}
+		c.hooks = append(c.hooks, roleHooks{roles: AllRoles, fn: newHooks})
+	})
+}
+
+// hookOpts returns the franz-go options that install c's hooks on one new
+// client of c.role.
+func (c *config) hookOpts() []kgo.Opt {
+	var hooks []kgo.Hook
+	var info ClientInfo
+	for _, h := range c.hooks {
+		if h.roles&c.role == 0 {
+			continue
+		}
+		hooks = append(hooks, h.hooks...)
+		if h.fn != nil {
+			if info.ID == 0 {
+				info = ClientInfo{Role: c.role, ID: clientIDs.Add(1)}
+			}
+			hooks = append(hooks, h.fn(info)...)
+		}
+	}
+	if len(hooks) == 0 {
+		return nil
+	}
+	return []kgo.Opt{kgo.WithHooks(hooks...)}
+}

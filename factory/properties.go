@@ -15,12 +15,38 @@ import (
 	"github.com/kconsist/kconsist/rebootstrap"
 )
 
-// property describes one Java client configuration key.
+// property describes one client configuration key.
 type property struct {
 	accepted string // what the key accepts, for error messages
 	parse    func(v string) (Opt, error)
 	// secret: errors must not show the value.
 	secret bool
+}
+
+// Where a key comes from, as README's configuration table says: the Java
+// client, librdkafka, both, or kconsist itself. Keys not listed here are
+// both clients'.
+var keyOrigins = map[string]string{
+	"consistency.mode":              "kconsist",
+	"metadata.cluster.check.enable": "Java",
+	"sasl.jaas.config":              "Java",
+	"ssl.keystore.location":         "Java",
+	"ssl.keystore.type":             "Java",
+	"ssl.truststore.location":       "Java",
+	"ssl.truststore.type":           "Java",
+	"sasl.username":                 "librdkafka",
+	"sasl.password":                 "librdkafka",
+	"ssl.ca.location":               "librdkafka",
+	"ssl.certificate.location":      "librdkafka",
+	"ssl.key.location":              "librdkafka",
+}
+
+// keyOrigin returns where key comes from; see keyOrigins.
+func keyOrigin(key string) string {
+	if o, ok := keyOrigins[key]; ok {
+		return o
+	}
+	return "both"
 }
 
 // maxMs is the largest number of milliseconds a time.Duration holds.
@@ -130,13 +156,62 @@ var properties = map[string]property{
 	"sasl.password": {accepted: "a string", secret: true, parse: func(v string) (Opt, error) {
 		return opt(func(c *config) { c.sasl.pass = secret(v) }), nil
 	}},
-	"ssl.ca.location":          stringProperty("ssl.ca.location", func(s string) Opt { return opt(func(c *config) { c.sslCA = s }) }),
-	"ssl.certificate.location": stringProperty("ssl.certificate.location", func(s string) Opt { return opt(func(c *config) { c.sslCert = s }) }),
-	"ssl.key.location":         stringProperty("ssl.key.location", func(s string) Opt { return opt(func(c *config) { c.sslKey = s }) }),
+	"sasl.jaas.config": {accepted: "one " + plainLoginModule + " or " + scramLoginModule + " entry with username and password", secret: true, parse: func(v string) (Opt, error) {
+		l, err := parseJAAS(v)
+		if err != nil {
+			return nil, err
+		}
+		return opt(func(c *config) {
+			c.sasl.user, c.sasl.pass, c.sasl.module, c.sasl.token = l.user, l.pass, l.module, l.token
+		}), nil
+	}},
+	// librdkafka's names and the Java client's share fields, so that a
+	// client's properties replace the factory's whichever names each uses.
+	"ssl.ca.location": stringProperty("ssl.ca.location", func(s string) Opt {
+		return opt(func(c *config) { c.sslCA, c.sslCAFrom = s, "ssl.ca.location" })
+	}),
+	"ssl.truststore.location": stringProperty("ssl.truststore.location", func(s string) Opt {
+		return opt(func(c *config) { c.sslCA, c.sslCAFrom = s, "ssl.truststore.location" })
+	}),
+	"ssl.truststore.type": pemTypeProperty("ssl.truststore.type", "export the certificates with keytool -exportcert -rfc"),
+	"ssl.certificate.location": stringProperty("ssl.certificate.location", func(s string) Opt {
+		return opt(func(c *config) { c.sslCert, c.sslKeystore = s, "" })
+	}),
+	"ssl.key.location": stringProperty("ssl.key.location", func(s string) Opt {
+		return opt(func(c *config) { c.sslKey, c.sslKeystore = s, "" })
+	}),
+	"ssl.keystore.location": stringProperty("ssl.keystore.location", func(s string) Opt {
+		return opt(func(c *config) { c.sslKeystore, c.sslCert, c.sslKey = s, "", "" })
+	}),
+	"ssl.keystore.type": pemTypeProperty("ssl.keystore.type", "convert it with openssl pkcs12 -nodes (keytool -importkeystore -deststoretype PKCS12 first for JKS), then encrypt the key with openssl pkcs8 -topk8 -v2 aes-256-cbc"),
+	"ssl.key.password": {accepted: "a string", secret: true, parse: func(v string) (Opt, error) {
+		return opt(func(c *config) { c.sslKeyPass = secret(v) }), nil
+	}},
 }
 
-// PropertyKeys returns the Java client configuration keys the factory
-// understands, sorted.
+// pemTypeProperty is ssl.truststore.type or ssl.keystore.type: only PEM,
+// since Go reads neither JKS nor (without a dependency) PKCS12 stores.
+func pemTypeProperty(key, convert string) property {
+	return property{accepted: "PEM", parse: func(v string) (Opt, error) {
+		switch t := strings.ToUpper(strings.TrimSpace(v)); t {
+		case "PEM":
+			return opt(func(*config) {}), nil
+		case "JKS", "PKCS12":
+			return nil, fmt.Errorf("%s: %s stores are not read, only PEM: %s", key, t, convert)
+		}
+		return nil, fmt.Errorf("%s: %q is not PEM", key, v)
+	}}
+}
+
+// refusedKeys are Java client keys that make no sense with what kconsist
+// reads; their errors say why rather than "unknown".
+var refusedKeys = map[string]string{
+	"ssl.truststore.password": "a PEM truststore has no password (Kafka refuses one with ssl.truststore.type=PEM too)",
+	"ssl.keystore.password":   "a PEM keystore has no store password (Kafka refuses one with ssl.keystore.type=PEM too); an encrypted key's password is ssl.key.password",
+}
+
+// PropertyKeys returns the configuration keys the factory understands,
+// sorted: the Java client's and librdkafka's names.
 func PropertyKeys() []string {
 	keys := make([]string, 0, len(properties))
 	for k := range properties {
@@ -146,12 +221,17 @@ func PropertyKeys() []string {
 	return keys
 }
 
-// FromProperties turns Java-style client properties into options. Unknown
+// FromProperties turns client properties into options. It takes the Java
+// client's names and librdkafka's where they differ (ssl.truststore.* or
+// ssl.ca.location, ssl.keystore.* or ssl.certificate.location and
+// ssl.key.location, sasl.jaas.config or sasl.username and sasl.password);
+// one map may use either, not both for one setting. Unknown
 // keys and bad values are errors that name the key and what it accepts; all
 // of them are reported, not just the first. sasl.* keys need a SASL
 // security.protocol and ssl.* keys an SSL one: the Java client would ignore
 // them, leaving a connection without the authentication or encryption the
-// file asks for. Errors never show the value of sasl.password.
+// file asks for. Errors never show the value of sasl.password,
+// sasl.jaas.config or ssl.key.password.
 func FromProperties(props map[string]string) ([]Opt, error) {
 	keys := make([]string, 0, len(props))
 	for k := range props {
@@ -169,6 +249,10 @@ func FromProperties(props map[string]string) ([]Opt, error) {
 	var errs []string
 	for _, k := range keys {
 		p, ok := properties[k]
+		if why, refused := refusedKeys[k]; refused {
+			errs = append(errs, k+": "+why)
+			continue
+		}
 		if !ok {
 			errs = append(errs, fmt.Sprintf("%s: unknown configuration key (known: %s)", k, strings.Join(PropertyKeys(), ", ")))
 			continue
@@ -176,7 +260,8 @@ func FromProperties(props map[string]string) ([]Opt, error) {
 		o, err := p.parse(props[k])
 		if err != nil {
 			msg := err.Error()
-			if p.secret {
+			var quiet *jaasError
+			if p.secret && !errors.As(err, &quiet) {
 				msg = k + ": bad value"
 			}
 			errs = append(errs, msg+" (accepted: "+p.accepted+")")
@@ -185,6 +270,7 @@ func FromProperties(props map[string]string) ([]Opt, error) {
 		opts = append(opts, o)
 	}
 	errs = append(errs, protocolErrors(props, keys)...)
+	errs = append(errs, pairErrors(props)...)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrConfig, strings.Join(errs, "; "))
 	}
@@ -215,6 +301,30 @@ func protocolErrors(props map[string]string, keys []string) []string {
 		}
 		if len(given) > 0 {
 			errs = append(errs, fmt.Sprintf("%s: given, but security.protocol is %s; they need %s or %s", strings.Join(given, ", "), prot, layer.a, layer.b))
+		}
+	}
+	return errs
+}
+
+// pairErrors reports keys that need another key, or exclude one, in the
+// same properties.
+func pairErrors(props map[string]string) []string {
+	var errs []string
+	has := func(k string) bool { _, ok := props[k]; return ok }
+	for _, store := range []string{"ssl.truststore", "ssl.keystore"} {
+		if has(store+".location") && !has(store+".type") {
+			errs = append(errs, fmt.Sprintf("%s.type: required as PEM with %s.location: the Java client's default, JKS, is not read", store, store))
+		}
+	}
+	for _, pair := range [][2]string{
+		{"ssl.truststore.location", "ssl.ca.location"},
+		{"ssl.keystore.location", "ssl.certificate.location"},
+		{"ssl.keystore.location", "ssl.key.location"},
+		{"sasl.jaas.config", "sasl.username"},
+		{"sasl.jaas.config", "sasl.password"},
+	} {
+		if has(pair[0]) && has(pair[1]) {
+			errs = append(errs, fmt.Sprintf("%s and %s: both given; they say the same thing in the Java client's and librdkafka's words, give one", pair[0], pair[1]))
 		}
 	}
 	return errs
