@@ -94,11 +94,7 @@ func TestQuick(t *testing.T) {
 
 	// Misroute: both clients recover, nothing lands in the wrong cluster.
 	for _, client := range []string{"factory", "plain kgo"} {
-		row := cells(t, doc, "| "+client+" | 2 |")
-		require.Greater(t, leading(t, row[2]), 0.0)
-		require.Less(t, leading(t, row[4]), 15000.0)
-		require.Equal(t, "0", row[6], "%s failures", client)
-		require.Equal(t, "0", row[8], "%s records in the wrong cluster", client)
+		requireMisrouteRow(t, doc, client, "move")
 	}
 
 	for _, png := range []string{"overhead_local_throughput.png", "overhead_local_latency.png", "ryw_latency.png", "misroute_recovery.png"} {
@@ -329,4 +325,42 @@ func TestWatchNodes(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watch did not notice the node's exit")
 	}
+}
+
+// requireMisrouteRow checks the misroute row of client and trial kind: 2
+// trials, a recovery within the timeout, no failure, nothing in cluster B.
+func requireMisrouteRow(t *testing.T, doc, client, kind string) {
+	t.Helper()
+	row := cells(t, doc, "| "+client+" | "+kind+" | 2 |")
+	require.Greater(t, leading(t, row[3]), 0.0)
+	require.Less(t, leading(t, row[5]), 15000.0)
+	require.Equal(t, "0", row[7], "%s failures", client)
+	require.Equal(t, "0", row[9], "%s records in the wrong cluster", client)
+}
+
+// TestMisrouteOnlyQuick runs -misroute-only -quick on the local clusters:
+// the Java producer's rows are there next to the Go clients', for moves
+// and repaired misroutes, and every client recovers without writing to
+// the wrong cluster. It starts a JVM: skipped with -short.
+func TestMisrouteOnlyQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the Java producer")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "BENCHMARKS.md")
+	require.NoError(t, os.WriteFile(out, []byte(skeleton()), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	require.NoError(t, run(ctx, options{Quick: true, Local: true, MisrouteOnly: true, Out: out, Charts: dir,
+		Command: "go run ./integration/bench -misroute-only -quick", Logf: t.Logf}))
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	doc := string(b)
+	require.Contains(t, doc, beginMarker(misrouteSection))
+	for _, client := range []string{"factory", "plain kgo", "Java 4.4 producer"} {
+		for _, kind := range []string{"move", "repair"} {
+			requireMisrouteRow(t, doc, client, kind)
+		}
+	}
+	require.Contains(t, doc, "](misroute_local_java.png)")
 }

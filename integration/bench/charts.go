@@ -134,29 +134,34 @@ func rywChart(rs []rywResult, dir string) (string, error) {
 	return save(p, dir, "ryw_latency.png")
 }
 
-// misrouteChart draws every recovery time as a box per client.
-func misrouteChart(r *misrouteResult, dir string) (string, error) {
+// misrouteChart draws every recovery time as a box per client and kind of
+// trial.
+func misrouteChart(r *misrouteResult, dir, name string) (string, error) {
 	p := plot.New()
-	p.Title.Text = "Misroute recovery: address move → record acknowledged by the right cluster"
+	p.Title.Text = "Misroute recovery: move or repair → record acknowledged by the right cluster"
 	p.Y.Label.Text = "ms"
-	for v := range 2 {
-		var vals plotter.Values
-		for _, tr := range r.Trials[v] {
-			if tr.Failed == "" {
-				vals = append(vals, ms(tr.Recovery))
+	var names []string
+	for _, kind := range []string{kindMove, kindRepair} {
+		for c := range r.Clients {
+			var vals plotter.Values
+			for _, tr := range r.Trials[c] {
+				if tr.Kind == kind && tr.Failed == "" {
+					vals = append(vals, ms(tr.Recovery))
+				}
 			}
+			if len(vals) == 0 {
+				continue
+			}
+			b, err := plotter.NewBoxPlot(vg.Points(40), float64(len(names)), vals)
+			if err != nil {
+				return "", err
+			}
+			b.FillColor = colors[c%len(colors)]
+			p.Add(b)
+			names = append(names, r.Clients[c]+", "+kind)
 		}
-		if len(vals) == 0 {
-			continue
-		}
-		b, err := plotter.NewBoxPlot(vg.Points(40), float64(v), vals)
-		if err != nil {
-			return "", err
-		}
-		b.FillColor = colors[v]
-		p.Add(b)
 	}
-	p.NominalX(variantNames[0], variantNames[1])
+	p.NominalX(names...)
 	p.Y.Min = 0
-	return save(p, dir, "misroute_recovery.png")
+	return save(p, dir, name)
 }

@@ -6,8 +6,10 @@
 //	go run ./integration/bench -quick       # the same, small (< 1 min); the package test runs it
 //	go run ./integration/bench -realkafka   # also the overhead on 3 Apache Kafka 4.4 nodes (needs java, mvn)
 //	go run ./integration/bench -realkafka -local=false   # only real Kafka
+//	go run ./integration/bench -realkafka-ryw -local=false   # read-your-writes and emulated-token overhead on real Kafka
 //	go run ./integration/bench -scale 3     # three times the overhead rounds: narrower intervals, longer run
 //	go run ./integration/bench -consume-only [-realkafka]   # only the consumer comparison
+//	go run ./integration/bench -misroute-only [-realkafka]  # only misroute recovery, with the Java producer
 //
 // Everything runs on loopback, in-process (the local cluster, kfake) or as
 // child JVMs (real Kafka) that are stopped before the command exits.
@@ -47,6 +49,12 @@ type options struct {
 	// ConsumeOnly runs the consumer comparison alone (on the local
 	// cluster and, with RealKafka, on real Kafka).
 	ConsumeOnly bool
+	// MisrouteOnly runs misroute recovery alone, the Java producer
+	// included (locally and, with RealKafka, on real Kafka).
+	MisrouteOnly bool
+	// RealKafkaRYW runs read-your-writes and the overhead with emulated
+	// tokens on 3 real Kafka nodes (section realkafka-ryw).
+	RealKafkaRYW bool
 }
 
 // overheadSegmentBytes is kfake's segment size in the overhead cluster. kfake
@@ -62,26 +70,35 @@ type plan struct {
 	overhead, kafka overheadConfig
 	ryw             rywConfig
 	misroute        misrouteConfig
+	// misrouteJava, kmisroute: -misroute-only, locally and on real Kafka.
+	misrouteJava, kmisroute misrouteConfig
 
 	consume, kconsume consumeConfig
+	kryw              rywConfig // -realkafka-ryw
 }
 
 // planFor returns the plan of a run; scale (at least 1) multiplies the
 // rounds and blocks of both overhead measurements.
 func planFor(quick bool, scale int) plan {
 	p := plan{
-		overhead: overheadConfig{Rounds: 480, Blocks: 80, Records: 50000, Latencies: 1000, ValueSize: 1024},
-		kafka:    overheadConfig{Rounds: 120, Blocks: 20, Records: 20000, Latencies: 300, ValueSize: 1024},
-		ryw:      rywConfig{Lags: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}, Trials: 50, Timeout: 10 * time.Second},
-		misroute: misrouteConfig{Trials: 30, Timeout: 15 * time.Second},
-		consume:  consumeConfig{Rounds: 20, Records: 1000000, ValueSize: 100},
-		kconsume: consumeConfig{Rounds: 10, Records: 1000000, ValueSize: 100},
+		overhead:     overheadConfig{Rounds: 480, Blocks: 80, Records: 50000, Latencies: 1000, ValueSize: 1024},
+		kafka:        overheadConfig{Rounds: 120, Blocks: 20, Records: 20000, Latencies: 300, ValueSize: 1024},
+		ryw:          rywConfig{Lags: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}, Trials: 50, Timeout: 10 * time.Second},
+		misroute:     misrouteConfig{Trials: 30, Timeout: 15 * time.Second},
+		misrouteJava: misrouteConfig{Trials: 30, Repairs: 20, Hold: 3 * time.Second, Timeout: 15 * time.Second, Java: true},
+		kmisroute:    misrouteConfig{Repairs: 20, Hold: 3 * time.Second, Timeout: 30 * time.Second, Java: true},
+		consume:      consumeConfig{Rounds: 20, Records: 1000000, ValueSize: 100},
+		kconsume:     consumeConfig{Rounds: 10, Records: 1000000, ValueSize: 100},
 	}
+	p.kryw = rywConfig{Trials: 100, Timeout: 30 * time.Second}
 	if quick {
+		p.kryw.Trials = 2
 		p.overhead = overheadConfig{Rounds: 4, Blocks: 2, Records: 2000, Latencies: 50, ValueSize: 1024}
 		p.kafka = overheadConfig{Rounds: 4, Blocks: 2, Records: 2000, Latencies: 50, ValueSize: 1024}
 		p.ryw.Trials = 2
 		p.misroute.Trials = 2
+		p.misrouteJava.Trials, p.misrouteJava.Repairs, p.misrouteJava.Hold = 2, 2, time.Second
+		p.kmisroute.Repairs, p.kmisroute.Hold = 2, time.Second
 		p.consume = consumeConfig{Rounds: 2, Records: 20000, ValueSize: 100}
 		p.kconsume = p.consume
 	}
@@ -99,7 +116,9 @@ func main() {
 	flag.BoolVar(&o.Quick, "quick", false, "small repetition counts (under a minute); numbers are not for publishing")
 	flag.BoolVar(&o.Local, "local", true, "run the local-cluster benchmarks (consumer, overhead, read-your-writes, misroute)")
 	flag.BoolVar(&o.RealKafka, "realkafka", false, "also measure the overhead on 3 real Apache Kafka 4.4 nodes (java + mvn; several minutes)")
+	flag.BoolVar(&o.RealKafkaRYW, "realkafka-ryw", false, "on 3 real Apache Kafka 4.4 nodes: read-your-writes latency and the overhead with emulated tokens (java + mvn; several minutes)")
 	flag.BoolVar(&o.ConsumeOnly, "consume-only", false, "run only the consumer comparison (local; with -realkafka also on real Kafka)")
+	flag.BoolVar(&o.MisrouteOnly, "misroute-only", false, "run only misroute recovery against plain kgo and the Java 4.4 producer (local; with -realkafka also on real Kafka; needs java, mvn)")
 	flag.IntVar(&o.Scale, "scale", 1, "multiply the overhead rounds and blocks by this (1 to 20): narrower intervals, a run about that many times longer")
 	flag.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to update (generated sections only)")
 	flag.StringVar(&o.Charts, "charts", "docs/bench", "directory for the PNG charts")
@@ -128,6 +147,12 @@ func run(ctx context.Context, o options) error {
 	p := planFor(o.Quick, max(o.Scale, 1))
 	m := thisMachine()
 	sections := map[string]string{}
+	if o.MisrouteOnly {
+		if err := runMisrouteOnly(ctx, o, p, m, sections); err != nil {
+			return err
+		}
+		return writeSections(o.Out, sections)
+	}
 	if o.Local {
 		ctx, cancel := context.WithTimeout(ctx, time.Duration(5+2*max(o.Scale, 1))*time.Minute)
 		defer cancel()
@@ -164,8 +189,17 @@ func run(ctx context.Context, o options) error {
 		}
 		sections[kafkaSection] = body
 	}
+	if o.RealKafkaRYW && !o.ConsumeOnly {
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+10*max(o.Scale, 1))*time.Minute)
+		defer cancel()
+		body, err := runRealRYW(ctx, o, p, m)
+		if err != nil {
+			return err
+		}
+		sections[rywKafkaSection] = body
+	}
 	if len(sections) == 0 {
-		return fmt.Errorf("nothing to run: -local=false and no -realkafka")
+		return fmt.Errorf("nothing to run: -local=false and no -realkafka or -realkafka-ryw")
 	}
 	return writeSections(o.Out, sections)
 }
@@ -224,7 +258,7 @@ func runLocal(ctx context.Context, o options, p plan, m machine) (string, error)
 		return "", err
 	}
 	charts = append(charts, c)
-	if c, err = misrouteChart(mis, o.Charts); err != nil {
+	if c, err = misrouteChart(mis, o.Charts, "misroute_recovery.png"); err != nil {
 		return "", err
 	}
 	charts = append(charts, c)
@@ -237,7 +271,7 @@ func runLocal(ctx context.Context, o options, p plan, m machine) (string, error)
 	rywMarkdown(&tables, ryw, p.ryw)
 	chartLinks(&tables, o.Out, charts[2:3])
 	tables.WriteString("### 3. Misroute recovery\n\n")
-	misrouteMarkdown(&tables, mis, p.misroute)
+	misrouteMarkdown(&tables, mis, p.misroute, localMisrouteWhere)
 	chartLinks(&tables, o.Out, charts[3:])
 	// The total includes the statistics: with big runs they are not free.
 	header(&body, o, m, time.Since(t0))

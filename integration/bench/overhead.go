@@ -43,6 +43,8 @@ type overheadConfig struct {
 	Records   int // records per throughput burst, per round and client
 	Latencies int // sequential acknowledged produces per round and client, the clients taking turns
 	ValueSize int
+	// Mode is the factory's consistency.mode (zero: auto, the default).
+	Mode factory.ConsistencyMode
 }
 
 // overheadResult is what the overhead comparison measured.
@@ -57,12 +59,16 @@ type overheadResult struct {
 	Block   []int // the block of each round
 	Errors  [3]int
 	Elapsed time.Duration
+	// Token is the factory's token at the end of the last block ("none"
+	// when Unknown): with emulation on it shows that tokens were made.
+	Token string
 }
 
 // sender is one of the compared producers.
 type sender struct {
 	async func(ctx context.Context, value []byte, done func(error))
 	close func()
+	token func() consistency.Context // the factory's; nil for kgo
 }
 
 // newSenders makes the factory producer and two plain kgo clients with the
@@ -74,14 +80,18 @@ type sender struct {
 // been handed over by another service: then every request carries it even
 // on a broker that sends none back (Apache Kafka 4.4), which is what makes
 // the stamping cost measurable there.
-func newSenders(addrs []string, topic string, token consistency.Context) ([3]sender, error) {
+//
+// mode is the factory's consistency.mode: a handed token beyond the
+// cluster's log needs ModeNative (an emulating factory would wait for the
+// cluster to reach it, then heal the store).
+func newSenders(addrs []string, topic string, token consistency.Context, mode factory.ConsistencyMode) ([3]sender, error) {
 	var s [3]sender
 	store := consistency.NewMemoryStore()
 	if _, err := store.Advance(token); err != nil {
 		return s, err
 	}
 	f, err := factory.New(store, factory.BootstrapServers(addrs...), factory.Acks("all"), factory.Idempotence(true),
-		factory.Compression("none"), factory.KgoOpts(kgo.ProducerLinger(0)))
+		factory.Compression("none"), factory.KgoOpts(kgo.ProducerLinger(0)), factory.Consistency(mode))
 	if err != nil {
 		return s, err
 	}
@@ -97,7 +107,8 @@ func newSenders(addrs []string, topic string, token consistency.Context) ([3]sen
 				done(err)
 			}
 		},
-		close: func() { _ = p.Close(context.Background()) },
+		close: func() { _ = p.Close(context.Background()); f.Close() },
+		token: f.Token,
 	}
 	for _, v := range []int{vPlain, vControl} {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ClientID("kconsist"),
@@ -215,13 +226,19 @@ func runOverhead(ctx context.Context, where string, addrs []string, topic string
 // overheadBlock runs rounds rounds with a fresh pair of clients.
 func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, addrs []string, topic string, token consistency.Context, value []byte, settle func(context.Context) error, logf func(string, ...any)) error {
 	cfg := res.Cfg
-	s, err := newSenders(addrs, topic, token)
+	s, err := newSenders(addrs, topic, token, cfg.Mode)
 	if err != nil {
 		return err
 	}
 	for _, c := range s {
 		defer c.close()
 	}
+	defer func() {
+		res.Token = "none"
+		if t := s[vFactory].token(); !t.IsUnknown() {
+			res.Token = fmt.Sprint(t.Offset())
+		}
+	}()
 	// Warm-up: connections, producer ids, metadata, buffers.
 	for v := range s {
 		if _, errs := s[v].burst(ctx, max(cfg.Records/4, 100), value); errs > 0 {

@@ -98,7 +98,7 @@ func writeSections(path string, sections map[string]string) error {
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{localSection, kafkaSection, consumeSection, kconsumeSection} {
+	for _, name := range []string{localSection, kafkaSection, consumeSection, kconsumeSection, misrouteSection, kmisrouteSection, rywKafkaSection} {
 		if body, ok := sections[name]; ok {
 			doc = replaceSection(doc, name, body)
 		}
@@ -248,33 +248,6 @@ func rywMarkdown(w *bytes.Buffer, rs []rywResult, cfg rywConfig) {
 				r.Lag, variantNames[v], s.N, f1(s.P50), f1(s.P99), f1(s.Max), f1(s.CreateP50), f1(s.ProduceP50), f1(s.ConsumeP50),
 				fails, s.StaleTrials, s.StaleAnswers, s.SurfacedErrors, target)
 		}
-	}
-	fmt.Fprintln(w)
-}
-
-func misrouteMarkdown(w *bytes.Buffer, r *misrouteResult, cfg misrouteConfig) {
-	fmt.Fprintf(w, "Where: per client, cluster A (kfake, 1 broker, id `bench-cluster-a`) and cluster B (kfake, 1 broker, id "+
-		"`bench-cluster-b`), both with topic `t`, and two `kafkatest.Forwarder`s F1, F2. The client bootstraps from A's own "+
-		"address; A advertises F1 (→ A) for its broker, so produce traffic goes through F1. **A move**: A starts advertising F2 "+
-		"(→ A) and F1 is switched to B, closing its connections — the broker got a new address and its old one now belongs to "+
-		"a broker of another cluster. The next move swaps the roles of F1 and F2. **Measured**: from the move to the "+
-		"acknowledgement of one record produced right after it (the client has to reconnect, reach B, be refused by the KIP-1242 "+
-		"check with REBOOTSTRAP_REQUIRED, rebootstrap from the seed, learn the new address and produce to A). *Detect*: from the "+
-		"move to B's REBOOTSTRAP_REQUIRED answer as seen by the forwarder. After all trials the records are counted in both "+
-		"clusters. Both clients run with default settings (franz-go v1.22.3 does the KIP-1242 check itself; the factory adds "+
-		"its cluster watcher).\n\n")
-	fmt.Fprintf(w, "Repetitions: %d moves per client, alternating factory/plain, 3 acknowledged records before each move; timeout %v per move.\n\n",
-		cfg.Trials, cfg.Timeout)
-	fmt.Fprintf(w, "| client | moves | recovery p50 ms | p99 ms | max ms | detect p50 ms (seen) | failures | records in A / acknowledged | records in B | target < 1 s |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|\n")
-	for v := range 2 {
-		s := r.summary(v)
-		target := "–"
-		if v == vFactory {
-			target = yesNo(s.Failures == 0 && s.Max < 1000)
-		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s (%d) | %d | %d / %d | %d | %s |\n", variantNames[v], s.N, f0(s.P50), f0(s.P99),
-			f0(s.Max), f0(s.DetectP50), s.Detected, s.Failures, r.RightRecords[v], r.Produced[v], r.WrongRecords[v], target)
 	}
 	fmt.Fprintln(w)
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
@@ -27,6 +30,7 @@ type rywConfig struct {
 // rywTrial is one create → produce → consume.
 type rywTrial struct {
 	Create, Produce, Consume time.Duration // stage times
+	Read                     time.Duration // real Kafka: Metadata from every broker after the create
 	Total                    time.Duration
 	Failed                   string // empty when the record came back
 	StaleAnswers             int64  // answers the cluster served from a lagging image
@@ -46,7 +50,12 @@ type rywClients struct {
 	// consume waits for the first record of topic; it returns the errors it
 	// saw along the way.
 	consume func(ctx context.Context, topic string) (int, error)
-	close   func()
+	// probe, on real Kafka, asks every broker for topic's metadata through
+	// this side's clients and returns how many did not know it: there is
+	// no cluster-side count of stale answers there. Nil on the local
+	// cluster.
+	probe func(ctx context.Context, topic string) (int, error)
+	close func()
 }
 
 func factoryRYW(addrs []string) (*rywClients, error) {
@@ -54,19 +63,30 @@ func factoryRYW(addrs []string) (*rywClients, error) {
 	if err != nil {
 		return nil, err
 	}
+	fkgo, err := f.KgoClient()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
 	adm, err := f.Admin()
 	if err != nil {
+		fkgo.Close()
+		f.Close()
 		return nil, err
 	}
 	p, err := factory.NewProducer(f, producer.Bytes(), producer.Bytes())
 	if err != nil {
 		adm.Close()
+		fkgo.Close()
+		f.Close()
 		return nil, err
 	}
 	c, err := factory.NewConsumer(f, consumer.Bytes(), consumer.Bytes(), nil)
 	if err != nil {
 		adm.Close()
 		_ = p.Close(context.Background())
+		fkgo.Close()
+		f.Close()
 		return nil, err
 	}
 	return &rywClients{
@@ -102,10 +122,13 @@ func factoryRYW(addrs []string) (*rywClients, error) {
 				}
 			}
 		},
+		probe: func(ctx context.Context, topic string) (int, error) { return staleBrokers(ctx, fkgo, topic) },
 		close: func() {
 			c.Close()
 			_ = p.Close(context.Background())
 			adm.Close()
+			fkgo.Close()
+			f.Close()
 		},
 	}, nil
 }
@@ -167,8 +190,37 @@ func plainRYW(addrs []string) (*rywClients, error) {
 				fs.EachError(func(string, int32, error) { seen++ })
 			}
 		},
+		probe: func(ctx context.Context, topic string) (int, error) { return staleBrokers(ctx, acl, topic) },
 		close: closeAll,
 	}, nil
+}
+
+// staleBrokers asks every broker cl knows for topic's metadata, one after
+// the other, and counts those that answer without it.
+func staleBrokers(ctx context.Context, cl *kgo.Client, topic string) (int, error) {
+	brokers, err := kadm.NewClient(cl).ListBrokers(ctx)
+	if err != nil {
+		return 0, err
+	}
+	stale := 0
+	for _, b := range brokers {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+		if err != nil {
+			return stale, fmt.Errorf("metadata from broker %d: %w", b.NodeID, err)
+		}
+		known := false
+		for _, t := range resp.Topics {
+			known = known || (t.Topic != nil && *t.Topic == topic && t.ErrorCode == 0)
+		}
+		if !known {
+			stale++
+		}
+	}
+	return stale, nil
 }
 
 func countJoined(err error) int {
@@ -178,16 +230,28 @@ func countJoined(err error) int {
 	return 1
 }
 
-// trial runs create → produce → consume on a new topic.
+// trial runs create → produce → consume on a new topic; on real Kafka (lc
+// nil) create → read every broker → produce → consume.
 func (c *rywClients) trial(ctx context.Context, lc *localcluster.Cluster, topic string, timeout time.Duration) (tr rywTrial) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	stale0 := lc.Stats().StaleAnswers
-	defer func() { tr.StaleAnswers = lc.Stats().StaleAnswers - stale0 }()
+	if lc != nil {
+		stale0 := lc.Stats().StaleAnswers
+		defer func() { tr.StaleAnswers = lc.Stats().StaleAnswers - stale0 }()
+	}
 	t0 := time.Now()
 	if err := c.create(ctx, topic); err != nil {
 		tr.Failed = "create: " + short(err)
 		return tr
+	}
+	if lc == nil {
+		tc := time.Now()
+		stale, err := c.probe(ctx, topic)
+		tr.StaleAnswers, tr.Read = int64(stale), time.Since(tc)
+		if err != nil {
+			tr.Failed = "read: " + short(err)
+			return tr
+		}
 	}
 	t1 := time.Now()
 	if err := c.produce(ctx, topic, []byte("first")); err != nil {
@@ -202,7 +266,7 @@ func (c *rywClients) trial(ctx context.Context, lc *localcluster.Cluster, topic 
 		return tr
 	}
 	t3 := time.Now()
-	tr.Create, tr.Produce, tr.Consume, tr.Total = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t3.Sub(t0)
+	tr.Create, tr.Produce, tr.Consume, tr.Total = t1.Sub(t0)-tr.Read, t2.Sub(t1), t3.Sub(t2), t3.Sub(t0)
 	return tr
 }
 
@@ -290,13 +354,13 @@ type rywSummary struct {
 	SurfacedErrors           int
 	P50, P99, Max            float64 // total, ms, successful trials
 	CreateP50, ProduceP50    float64
-	ConsumeP50               float64
+	ConsumeP50, ReadP50      float64
 	FailureKinds             map[string]int
 }
 
 func (r *rywResult) summary(v int) rywSummary {
 	s := rywSummary{FailureKinds: map[string]int{}}
-	var total, create, prod, cons []float64
+	var total, create, prod, cons, read []float64
 	for _, tr := range r.Trials[v] {
 		s.N++
 		s.StaleAnswers += tr.StaleAnswers
@@ -313,9 +377,85 @@ func (r *rywResult) summary(v int) rywSummary {
 		create = append(create, ms(tr.Create))
 		prod = append(prod, ms(tr.Produce))
 		cons = append(cons, ms(tr.Consume))
+		read = append(read, ms(tr.Read))
 	}
 	s.P50, s.P99 = quantile(total, 0.5), quantile(total, 0.99)
 	s.Max = quantile(total, 1)
 	s.CreateP50, s.ProduceP50, s.ConsumeP50 = quantile(create, 0.5), quantile(prod, 0.5), quantile(cons, 0.5)
+	s.ReadP50 = quantile(read, 0.5)
 	return s
+}
+
+// rywOnKafka runs read-your-writes trials on a real cluster, factory (in
+// its default consistency mode, auto: Kafka 4.4 sends no tokens, so it
+// emulates them) against plain kgo, alternating; nothing is settled
+// between trials, as there is no way to wait for a real broker to apply.
+func rywOnKafka(ctx context.Context, addrs []string, cfg rywConfig, logf func(string, ...any)) (*rywResult, error) {
+	var cs [2]*rywClients
+	var err error
+	if cs[vFactory], err = factoryRYW(addrs); err != nil {
+		return nil, err
+	}
+	defer cs[vFactory].close()
+	if cs[vPlain], err = plainRYW(addrs); err != nil {
+		return nil, err
+	}
+	defer cs[vPlain].close()
+	res := &rywResult{}
+	tag := [2]string{"f", "p"}
+	for v := range 2 { // warm-up: connections and producer ids
+		cs[v].trial(ctx, nil, "warm-kafka-"+tag[v], cfg.Timeout)
+	}
+	for i := range cfg.Trials {
+		order := [2]int{vFactory, vPlain}
+		if i%2 == 1 {
+			order = [2]int{vPlain, vFactory}
+		}
+		for _, v := range order {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			tr := cs[v].trial(ctx, nil, fmt.Sprintf("ryw-kafka-%s-%d", tag[v], i), cfg.Timeout)
+			res.Trials[v] = append(res.Trials[v], tr)
+			if tr.Failed != "" || tr.StaleAnswers > 0 {
+				logf("ryw real Kafka %s trial %d: total %v (create %v, read %v, produce %v, consume %v) failed %q stale %d",
+					variantNames[v], i, tr.Total, tr.Create, tr.Read, tr.Produce, tr.Consume, tr.Failed, tr.StaleAnswers)
+			}
+		}
+	}
+	for v := range 2 {
+		s := res.summary(v)
+		logf("ryw real Kafka %s: p50 %.1fms p99 %.1fms failures %d stale trials %d (answers %d)", variantNames[v], s.P50, s.P99, s.Failures, s.StaleTrials, s.StaleAnswers)
+	}
+	return res, nil
+}
+
+// rywKafkaMarkdown writes the table of rywOnKafka.
+func rywKafkaMarkdown(w *bytes.Buffer, r *rywResult, cfg rywConfig) {
+	fmt.Fprintf(w, "One trial: `CreateTopic` (1 partition, the brokers' default replication factor) through the admin client → "+
+		"a Metadata request for the topic to every broker, one after the other, through a client of the same side "+
+		"(`f.KgoClient()` of the factory; plain: the admin's `kgo.Client`) → first record produced and acknowledged → "+
+		"that record consumed from the start of the partition by a consumer assigned to it. Time is from the create call to "+
+		"the record in hand. Factory: `f.Admin()`, `f.KgoClient()`, `factory.NewProducer`, `factory.NewConsumer` of one "+
+		"factory, default settings (consistency.mode auto: Kafka 4.4 sends no tokens, so the factory makes them from "+
+		"KRaft's offsets). Plain: three `kgo.Client`s (kadm, producer, consumer) with franz-go's defaults, retries included. "+
+		"Clients are made once and warmed with one untimed trial each; trials follow each other without a pause, so a "+
+		"trial may meet brokers still applying the previous trial's write, as an application would.\n\n")
+	fmt.Fprintf(w, "Repetitions: %d trials per client, alternating factory/plain; a trial that has not consumed its record after "+
+		"%v is a failure. p50/p99/max are over successful trials (nearest rank). *Stale answers*: Metadata answers, in "+
+		"the read step, of a broker that did not know the topic its client had just created (3 brokers: 3 answers per trial). "+
+		"*Errors seen*: errors the consumer surfaced to the application before the record came.\n\n", cfg.Trials, cfg.Timeout)
+	fmt.Fprintf(w, "| client | trials | p50 ms | p99 ms | max ms | p50 create / read / produce / consume ms | failures | trials with stale answers (answers) | errors seen |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|\n")
+	for v := range 2 {
+		s := r.summary(v)
+		fails := fmt.Sprint(s.Failures)
+		for k, n := range s.FailureKinds {
+			fails += fmt.Sprintf("; %d× %s", n, strings.ReplaceAll(k, "|", "/"))
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s / %s / %s / %s | %s | %d (%d) | %d |\n",
+			variantNames[v], s.N, f1(s.P50), f1(s.P99), f1(s.Max), f1(s.CreateP50), f1(s.ReadP50), f1(s.ProduceP50), f1(s.ConsumeP50),
+			fails, s.StaleTrials, s.StaleAnswers, s.SurfacedErrors)
+	}
+	fmt.Fprintln(w)
 }

@@ -19,6 +19,10 @@
 //     each failing the factory's Produce, Poll and admin calls with the
 //     cause within seconds, with the connections reaching the broker
 //     counted against plain franz-go's in the same window.
+//   - TestCheckerOnKafka44 runs the read-your-writes and monotonic-reads
+//     checker (integration/checker) on three nodes: factory clients (tokens
+//     emulated from KRaft offsets) must break no rule; plain kgo's count in
+//     the same run is reported.
 //
 // Java 17+ (and Maven, unless KAFKA_HOME is set) must be installed; see
 // package kafkatest. `go test -short` skips every test here.
