@@ -1,10 +1,15 @@
 // Package checker checks that clients read their writes and read
-// monotonically, on a local KIP-1243 cluster whose brokers apply metadata
-// late (GitHub issue #8).
+// monotonically, on a local cluster whose brokers apply metadata late
+// (GitHub issue #8), or on a real Kafka cluster (issue #19).
 //
 // [Run] starts a 3-broker [localcluster] with a random apply lag per broker
 // (redrawn during the run with SetLag, with short PauseApply/ResumeApply
-// pauses) and runs a seeded workload from several goroutines sharing
+// pauses), whose brokers implement KIP-1243 or, with [Config].Kafka44,
+// behave like Apache Kafka 4.4 (no header tokens: the factory emulates
+// them from KRaft offsets). With [Config].Addrs it uses an existing
+// cluster instead, such as three real Kafka 4.4 nodes started by
+// integration/kafkatest, without chaos: real brokers lag by themselves.
+// It runs a seeded workload from several goroutines sharing
 // several clients: admin writes (create and delete topics, create
 // partitions, alter a topic config), admin reads (ListTopics,
 // DescribeTopicConfigs, ListEndOffsets), produces (the producer must know

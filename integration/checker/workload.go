@@ -62,6 +62,22 @@ type Config struct {
 	// DrainTimeout bounds how long the consumer may take, after the
 	// workers end, to consume every acknowledged record; default 20s.
 	DrainTimeout time.Duration
+
+	// Kafka44 makes the local cluster's brokers behave like Apache Kafka
+	// 4.4 (localcluster.Native(false)): no tokens in response headers,
+	// only the applied offset in ApiVersions and the log's high watermark
+	// in DescribeQuorum. The factory, in its default consistency mode
+	// (auto), then makes its tokens from those (emulation). The brokers
+	// lag and pause as in the default, KIP-1243 mode.
+	Kafka44 bool
+	// Addrs runs the workload on an existing cluster (a real Kafka, say)
+	// instead of starting a local one. There is no chaos schedule there
+	// (SetLag and PauseApply need the local cluster; real brokers lag by
+	// themselves), and topic and group names carry the mode and seed, so
+	// that several runs can share the cluster. Not with Kafka44.
+	Addrs []string
+	// ReplicationFactor of the topics the workload creates; default 1.
+	ReplicationFactor int16
 }
 
 func (c *Config) defaults() error {
@@ -95,7 +111,14 @@ func (c *Config) defaults() error {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = 20 * time.Second
 	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = 1
+	}
 	switch {
+	case len(c.Addrs) > 0 && c.Kafka44:
+		return fmt.Errorf("checker: Kafka44 configures the local cluster, but Addrs names an existing one")
+	case c.ReplicationFactor < 1:
+		return fmt.Errorf("checker: ReplicationFactor %d: want ≥ 1", c.ReplicationFactor)
 	case c.Ops < 0 || c.Goroutines < 1 || c.Admins < 1 || c.Producers < 1:
 		return fmt.Errorf("checker: want Ops ≥ 0 and at least one goroutine, admin and producer")
 	case c.LagMax < 0 || c.PauseMax < 0 || c.PauseMax > 2*time.Second:
@@ -120,6 +143,10 @@ type Result struct {
 	// consumer after the workers ended.
 	Elapsed time.Duration
 	Drain   time.Duration
+	// Token is the factory's token at the end (-1: none, and always in
+	// ModePlain). On brokers without KIP-1243 a known token shows that
+	// the factory made its own (emulation) instead of running plain.
+	Token int64
 }
 
 // dataTopics are created first and never deleted: the group consumer
@@ -134,36 +161,43 @@ const (
 	maxPartitions = 6
 )
 
-// Run starts a 3-broker local cluster with random per-broker apply lag,
-// runs the seeded workload against it with cfg.Mode clients, and checks
-// the history.
+// Run runs the seeded workload with cfg.Mode clients and checks the
+// history: on a 3-broker local cluster with random per-broker apply lag
+// that it starts, or on the cluster at cfg.Addrs.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
 	began := time.Now()
 	chaosRng := rand.New(rand.NewPCG(cfg.Seed, 0xc4a05))
-	opts := []localcluster.Opt{localcluster.Brokers(3)}
-	for n := range int32(3) {
-		opts = append(opts, localcluster.BrokerLag(n, randDur(chaosRng, cfg.LagMax)))
+	addrs, prefix := cfg.Addrs, ""
+	var lc *localcluster.Cluster
+	if len(addrs) == 0 {
+		opts := []localcluster.Opt{localcluster.Brokers(3), localcluster.Native(!cfg.Kafka44)}
+		for n := range int32(3) {
+			opts = append(opts, localcluster.BrokerLag(n, randDur(chaosRng, cfg.LagMax)))
+		}
+		var err error
+		if lc, err = localcluster.New(opts...); err != nil {
+			return nil, err
+		}
+		defer lc.Close()
+		addrs = lc.Addrs()
+	} else {
+		prefix = fmt.Sprintf("%s-s%d-", cfg.Mode, cfg.Seed)
 	}
-	lc, err := localcluster.New(opts...)
-	if err != nil {
-		return nil, err
-	}
-	defer lc.Close()
 
 	subscribed := make([]string, len(dataTopics))
 	for i, d := range dataTopics {
-		subscribed[i] = d.name
+		subscribed[i] = prefix + d.name
 	}
-	cls, err := newClients(cfg.Mode, lc.Addrs(), cfg.Admins, cfg.Producers, fmt.Sprintf("checker-%d", cfg.Seed), subscribed)
+	cls, err := newClients(cfg.Mode, addrs, cfg.Admins, cfg.Producers, fmt.Sprintf("checker-%s%d", prefix, cfg.Seed), subscribed)
 	if err != nil {
 		return nil, err
 	}
 	defer cls.close()
 
-	w := &workload{cfg: cfg, cls: cls, rec: &recorder{base: time.Now()}, model: newModel()}
+	w := &workload{cfg: cfg, cls: cls, rec: &recorder{base: time.Now()}, model: newModel(), prefix: prefix}
 	res := &Result{Config: cfg}
 
 	// The group consumer polls from the start; the data topics are
@@ -174,14 +208,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer func() { stopConsumer(); <-consDone }()
 
 	for _, d := range dataTopics {
-		w.create(ctx, 0, 0, d.name, d.partitions, true)
+		w.create(ctx, 0, 0, prefix+d.name, d.partitions, true)
 	}
 
 	chaosCtx, stopChaos := context.WithCancel(ctx)
 	chaosDone := make(chan struct{})
 	go func() {
 		defer close(chaosDone)
-		res.LagChanges, res.Pauses = chaos(chaosCtx, lc, chaosRng, cfg)
+		if lc != nil {
+			res.LagChanges, res.Pauses = chaos(chaosCtx, lc, chaosRng, cfg)
+		}
 	}()
 
 	var wg sync.WaitGroup
@@ -228,6 +264,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	res.History = h
+	res.Token = cls.token()
 	res.Report = Check(h)
 	res.Elapsed = time.Since(began)
 	return res, nil
@@ -332,10 +369,11 @@ func newModel() *model {
 }
 
 type workload struct {
-	cfg   Config
-	cls   *clients
-	rec   *recorder
-	model *model
+	cfg    Config
+	cls    *clients
+	rec    *recorder
+	model  *model
+	prefix string // of every topic name (empty on a local cluster)
 }
 
 func (w *workload) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -462,7 +500,7 @@ func (w *workload) createChurn(ctx context.Context, g, adm int, r *rand.Rand) bo
 		w.model.mu.Unlock()
 		return false
 	}
-	name := fmt.Sprintf("t%03d", w.model.next)
+	name := fmt.Sprintf("%st%03d", w.prefix, w.model.next)
 	w.model.next++
 	w.model.mu.Unlock()
 	w.create(ctx, g, adm, name, 1+int32(r.IntN(3)), false)
@@ -481,7 +519,7 @@ func (w *workload) create(ctx context.Context, g, adm int, name string, partitio
 	cctx, cancel := w.opCtx(ctx)
 	defer cancel()
 	op.Start = w.rec.now()
-	resp, err := w.cls.admins[adm].CreateTopic(cctx, partitions, 1, map[string]*string{ConfigKey: &cfgVal}, name)
+	resp, err := w.cls.admins[adm].CreateTopic(cctx, partitions, w.cfg.ReplicationFactor, map[string]*string{ConfigKey: &cfgVal}, name)
 	op = w.finish(op, writeErr(err, resp.Err))
 	w.release(t, op.Outcome, func() { t.live, t.partitions = true, partitions })
 }
@@ -796,7 +834,7 @@ func (w *workload) ackedOnData() []string {
 
 func (w *workload) isData(topic string) bool {
 	for _, d := range dataTopics {
-		if d.name == topic {
+		if w.prefix+d.name == topic {
 			return true
 		}
 	}

@@ -8,21 +8,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// shortRun runs two seeds of 250 operations in mode: about 1,000
-// operations for both modes together, a few seconds.
+// shortRun runs seeds 1..seeds of 250 operations in mode: about 1,000
+// operations for both modes together with two seeds, a few seconds.
 func shortRun(t *testing.T, mode Mode, bypass bool) (Report, int) {
+	t.Helper()
+	return shortRunOn(t, Config{Mode: mode, BypassAdminCache: bypass}, 2)
+}
+
+func shortRunOn(t *testing.T, base Config, seeds uint64) (Report, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var all Report
 	ops := 0
-	for seed := uint64(1); seed <= 2; seed++ {
-		res, err := Run(ctx, Config{Seed: seed, Mode: mode, Ops: 250, Goroutines: 8,
-			LagMax: 100 * time.Millisecond, BypassAdminCache: bypass})
+	for seed := uint64(1); seed <= seeds; seed++ {
+		cfg := base
+		cfg.Seed, cfg.Ops, cfg.Goroutines, cfg.LagMax = seed, 250, 8, 100*time.Millisecond
+		res, err := Run(ctx, cfg)
 		require.NoError(t, err)
 		rep := res.Report
-		t.Logf("seed %d %s: ops=%d views=%d unjudged=%d acked=%d consumed=%d violations=%d (%v)",
-			seed, mode, res.ClientOps, rep.Views, rep.Unjudged, rep.Acked, rep.Consumed, len(rep.Violations), res.Elapsed)
+		t.Logf("seed %d %s kafka44=%v: ops=%d views=%d unjudged=%d acked=%d consumed=%d violations=%d token=%d (%v)",
+			seed, cfg.Mode, cfg.Kafka44, res.ClientOps, rep.Views, rep.Unjudged, rep.Acked, rep.Consumed, len(rep.Violations), res.Token, res.Elapsed)
+		if cfg.Mode == ModeFactory {
+			// Tokens were in use: from the brokers' headers, or (Kafka44)
+			// made by the factory from KRaft's offsets.
+			require.GreaterOrEqual(t, res.Token, int64(0), "the factory ended without a token")
+		}
 		// Not vacuous: writes, views and records all happened.
 		require.GreaterOrEqual(t, res.ClientOps, 250)
 		require.Greater(t, rep.Writes, 20)
@@ -49,6 +60,19 @@ func TestFactoryClientsReadTheirWrites(t *testing.T) {
 	require.Empty(t, rep.Violations, "%d operations", ops)
 }
 
+// TestFactoryReadsItsWritesOnKafka44: on brokers that behave like Apache
+// Kafka 4.4 (no header tokens; localcluster.Native(false)) a factory in its
+// default mode makes tokens from KRaft's offsets, and its clients break no
+// rule under the same lag and pauses. One seed: the suite shares two CPUs.
+func TestFactoryReadsItsWritesOnKafka44(t *testing.T) {
+	t.Parallel()
+	rep, ops := shortRunOn(t, Config{Mode: ModeFactory, Kafka44: true}, 1)
+	for _, v := range rep.Violations {
+		t.Errorf("%v", v)
+	}
+	require.Empty(t, rep.Violations, "%d operations", ops)
+}
+
 // TestPlainClientsReadStale: the same workload with plain kgo/kadm clients
 // breaks read-your-writes and monotonic reads, so the checker sees stale
 // reads when they happen.
@@ -67,6 +91,8 @@ func TestConfigValidation(t *testing.T) {
 		{Goroutines: -1},
 		{LagMax: -time.Second},
 		{PauseMax: 3 * time.Second},
+		{Kafka44: true, Addrs: []string{"127.0.0.1:9092"}},
+		{ReplicationFactor: -1},
 	} {
 		_, err := Run(context.Background(), c)
 		require.Error(t, err, "%+v", c)
