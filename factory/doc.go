@@ -27,6 +27,11 @@
 // [Hooks] and [HooksPerClient] install franz-go hooks (kprom, kotel) per
 // role; [KgoOpts] passes raw franz-go options through.
 //
+// As franz-go means a client to be used, the producers of a factory share
+// one franz-go client (one producer id, one set of connections, one buffer)
+// whatever their key and value types, unless their settings differ or one
+// asks for its own with [SeparateClient]; see [NewProducer].
+//
 // A token handed over by another service is input, not truth: take it with
 // Factory.Session (its clients wait for it; the factory's other clients do
 // not), or Factory.Accept, both of which ask the cluster first and refuse

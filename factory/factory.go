@@ -25,6 +25,7 @@ import (
 	"github.com/kconsist/kconsist/admin"
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/internal/cluster"
 	"github.com/kconsist/kconsist/internal/wire"
 	"github.com/kconsist/kconsist/producer"
 	"github.com/kconsist/kconsist/rebootstrap"
@@ -37,12 +38,14 @@ var ErrConfig = errors.New("factory: invalid configuration")
 var ErrClosed = errors.New("factory: closed")
 
 // Factory makes admin clients, producers and consumers that share one
-// consistency store. It is safe for concurrent use. The clients it makes
-// are independent: close each when done; the factory holds no connections.
+// consistency store. It is safe for concurrent use. Close each client it
+// makes when done; the factory holds no connections of its own. Producers
+// of the same settings share one franz-go client, which the last of them
+// to close closes (see NewProducer).
 type Factory struct {
 	store   consistency.Store
 	base    config
-	watcher *rebootstrap.Watcher
+	watcher *cluster.Watcher
 	stats   wireStats
 	// inconsistent counts INCONSISTENT_METADATA answers over all clients.
 	inconsistent atomic.Uint64
@@ -62,6 +65,10 @@ type Factory struct {
 	// Close, so no client is made after Close returns.
 	life   sync.RWMutex
 	closed bool
+	// producers holds the franz-go client that producers of one
+	// configuration share (see NewProducer); pmu guards it.
+	pmu       sync.Mutex
+	producers map[producerKey]*producer.Shared
 }
 
 // New returns a factory whose clients share store; a nil store means a new
@@ -82,7 +89,7 @@ func New(store consistency.Store, opts ...Opt) (*Factory, error) {
 	if err := f.startEmulation(); err != nil {
 		return nil, err
 	}
-	f.watcher = &rebootstrap.Watcher{Store: store, OnEvent: f.rebootstrapEvent, Pin: cfg.pin, Logger: cfg.logger}
+	f.watcher = &cluster.Watcher{Store: store, OnEvent: f.rebootstrapEvent, Pin: cfg.pin, Logger: cfg.logger}
 	f.watcher.Probe = f.probe()
 	return f, nil
 }
@@ -155,16 +162,87 @@ func (f *Factory) Admin(opts ...Opt) (*admin.Client, error) {
 // NewProducer returns a producer of K keys and V values; opts apply on top
 // of the factory's. (Go methods cannot have type parameters, hence a
 // function.)
+//
+// Producers of one factory share one franz-go client, whatever their key
+// and value types, as long as their settings are the same: one producer id,
+// one set of connections, one buffer, which is how franz-go means a client
+// to be used. Settings that differ (acks, linger.ms, compression,
+// idempotence...), and KgoOpts, Hooks, HooksPerClient, Resolver or
+// WithObserver given to NewProducer (which cannot be compared), give the
+// producer a client of its own, as does SeparateClient. Flush of a producer
+// waits for every record of its client, and Close of one leaves the client
+// open for the others; the last Close closes it (see producer.Shared).
 func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values producer.Serializer[V], opts ...Opt) (*producer.Producer[K, V], error) {
 	if keys == nil || values == nil {
 		return nil, fmt.Errorf("%w: NewProducer needs a key and a value serializer", ErrConfig)
 	}
 	opts = withRole(opts, RoleProducer)
-	cl, cfg, err := f.client(opts, nil)
+	f.life.RLock()
+	defer f.life.RUnlock()
+	if f.closed {
+		return nil, ErrClosed
+	}
+	cfg, err := f.clientConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	return producer.New(cl, keys, values).WithFollow(producer.Follow{
+	if cfg.separate {
+		s, err := f.newProducerClient(cfg, opts, nil)
+		if err != nil {
+			return nil, err
+		}
+		p, _ := producer.Attach(s, keys, values)
+		return p, nil
+	}
+	// An option given to NewProducer may be invalid even where it leaves
+	// the configuration equal to a shared client's (Acks("maybe")).
+	if _, err := cfg.build(); err != nil {
+		return nil, err
+	}
+	key, shareable := f.producerKey(cfg)
+	if !shareable {
+		s, err := f.newProducerClient(cfg, opts, nil)
+		if err != nil {
+			return nil, err
+		}
+		p, _ := producer.Attach(s, keys, values)
+		return p, nil
+	}
+	f.pmu.Lock()
+	defer f.pmu.Unlock()
+	if s := f.producers[key]; s != nil {
+		if p, ok := producer.Attach(s, keys, values); ok {
+			return p, nil
+		}
+	}
+	var s *producer.Shared
+	s, err = f.newProducerClient(cfg, opts, func() {
+		f.pmu.Lock()
+		if f.producers[key] == s {
+			delete(f.producers, key)
+		}
+		f.pmu.Unlock()
+	})
+	if err != nil {
+		return nil, err
+	}
+	if f.producers == nil {
+		f.producers = map[producerKey]*producer.Shared{}
+	}
+	f.producers[key] = s
+	p, _ := producer.Attach(s, keys, values)
+	return p, nil
+}
+
+// newProducerClient makes the franz-go client of producers with settings
+// cfg (opts on top of the factory's); released, if not nil, is called when
+// the last producer on it closes. f.life is held shared.
+func (f *Factory) newProducerClient(cfg config, opts []Opt, released func()) (*producer.Shared, error) {
+	cl, err := f.build(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return producer.NewShared(cl, producer.Follow{
 		Watch:  f.watcher,
 		Pinned: cfg.pin != "",
 		Changed: func() error {
@@ -185,6 +263,7 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 		InconsistentOn: f.produceMarks.At,
 		TopicHeldAt:    f.produceMarks.TopicHeldAt,
 		Auth:           f.authWatch(cfg),
+		Released:       released,
 	}), nil
 }
 
@@ -232,26 +311,43 @@ func (f *Factory) client(opts []Opt, extra []kgo.Opt) (*kgo.Client, config, erro
 	if f.closed {
 		return nil, config{}, ErrClosed
 	}
+	cfg, err := f.clientConfig(opts)
+	if err != nil {
+		return nil, cfg, err
+	}
+	cl, err := f.build(cfg, extra)
+	return cl, cfg, err
+}
+
+// clientConfig returns the settings of a client made with opts on top of
+// the factory's.
+func (f *Factory) clientConfig(opts []Opt) (config, error) {
 	cfg := f.base.clone()
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
 	if err := checkRoles(opts, cfg.role); err != nil {
-		return nil, cfg, err
+		return cfg, err
 	}
 	if cfg.mode != f.base.mode {
-		return nil, cfg, fmt.Errorf("%w: consistency.mode is a factory setting (%s); a client cannot change it to %s", ErrConfig, f.base.mode, cfg.mode)
+		return cfg, fmt.Errorf("%w: consistency.mode is a factory setting (%s); a client cannot change it to %s", ErrConfig, f.base.mode, cfg.mode)
 	}
+	return cfg, nil
+}
+
+// build makes a client handed to a user with settings cfg; f.life is held
+// shared.
+func (f *Factory) build(cfg config, extra []kgo.Opt) (*kgo.Client, error) {
 	store := f.store
 	if cfg.mode == ModeOff {
 		store = noTokens{}
 	}
 	cl, err := f.newKgo(cfg, store, extra, true)
 	if err != nil {
-		return nil, cfg, err
+		return nil, err
 	}
 	f.learnOnce.Do(f.watcher.Watch)
-	return cl, cfg, nil
+	return cl, nil
 }
 
 // newKgo builds a franz-go client for cfg whose connections go through a
@@ -267,7 +363,7 @@ func (f *Factory) newKgo(cfg config, store consistency.Store, extra []kgo.Opt, s
 	wcfg := wire.Config{
 		Store: store,
 		// No timeout of its own: the interceptor bounds the whole dial.
-		Dial:                     rebootstrap.Dialer(cfg.resolver, (&net.Dialer{}).DialContext),
+		Dial:                     cluster.Dialer(cfg.resolver, (&net.Dialer{}).DialContext),
 		TLS:                      b.tls,
 		InconsistentMetadataCode: cfg.incCode,
 		Logger:                   kgoLogger(cfg.logger),
@@ -405,9 +501,9 @@ func (r rebootstrapOpts) check(cl *kgo.Client) error {
 }
 
 // probe asks the factory's bootstrap servers for their cluster id without a
-// token; see rebootstrap.Probe.
-func (f *Factory) probe() rebootstrap.Probe {
-	return rebootstrap.SeedProbe(func() (*kgo.Client, error) {
+// token; see cluster.Probe.
+func (f *Factory) probe() cluster.Probe {
+	return cluster.SeedProbe(func() (*kgo.Client, error) {
 		return f.newKgo(f.base.clone(), consistency.NewMemoryStore(), nil, false)
 	})
 }
@@ -464,7 +560,7 @@ func normalAddr(addr string) string {
 	return net.JoinHostPort(strings.ToLower(host), port)
 }
 
-func (f *Factory) rebootstrapEvent(ev rebootstrap.Event) {
+func (f *Factory) rebootstrapEvent(ev cluster.Event) {
 	if ev.AuthFailure != nil {
 		// The watcher has logged it: tell the observer only.
 		if o := f.base.observer; o != nil {
@@ -763,7 +859,7 @@ func (f *Factory) authWatch(cfg config) authWatch {
 
 // authWatch is what producers and consumers ask about authentication
 // failures (producer.AuthWatch, consumer.AuthWatch). An interface, so that
-// "none" is a nil interface and not a nil *rebootstrap.Watcher.
+// "none" is a nil interface and not a nil *cluster.Watcher.
 type authWatch interface {
 	AuthFailure() error
 	OnAuthFailure(fn func(error)) (cancel func())

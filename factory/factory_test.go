@@ -16,6 +16,7 @@ import (
 
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/internal/cluster"
 	"github.com/kconsist/kconsist/producer"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
@@ -232,7 +233,7 @@ func TestObserverAndLoggerGetEvents(t *testing.T) {
 		mu.Unlock()
 	})))
 	require.NoError(t, err)
-	f.rebootstrapEvent(rebootstrap.Event{Rebootstrapped: true, From: "a", To: "b", StoreReset: true})
+	f.rebootstrapEvent(cluster.Event{Rebootstrapped: true, From: "a", To: "b", StoreReset: true})
 	mu.Lock()
 	require.Equal(t, []EventKind{EventRebootstrap, EventStoreReset}, got)
 	mu.Unlock()

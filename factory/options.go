@@ -68,6 +68,13 @@ type config struct {
 	resolver rebootstrap.Resolver
 	mode     ConsistencyMode
 	errs     []error
+
+	// separate: SeparateClient, a producer's own franz-go client.
+	separate bool
+	// opaque counts the options applied whose values cannot be compared
+	// (KgoOpts, Hooks, HooksPerClient, Resolver, WithObserver): a producer
+	// given one more than the factory shares no client (see producerKey).
+	opaque int
 }
 
 type saslConfig struct {
@@ -383,7 +390,12 @@ func Logger(l *slog.Logger) Opt { return opt(func(c *config) { c.logger = l }) }
 
 // WithObserver reports consistency events (tokens advanced, stale metadata
 // retried, misroutes, rebootstraps, store resets) to o.
-func WithObserver(o Observer) Opt { return opt(func(c *config) { c.observer = o }) }
+func WithObserver(o Observer) Opt {
+	return opt(func(c *config) {
+		c.observer = o
+		c.opaque++
+	})
+}
 
 // KgoOpts passes raw franz-go options through, applied after everything the
 // factory sets. The escape hatch for what has no factory option; it can undo
@@ -402,7 +414,10 @@ func WithObserver(o Observer) Opt { return opt(func(c *config) { c.observer = o 
 // A kgo.DialTimeout is honoured: it bounds each dial, TLS handshake
 // included (zero keeps kgo's default, 10s).
 func KgoOpts(opts ...kgo.Opt) Opt {
-	return opt(func(c *config) { c.kgoOpts = append(c.kgoOpts, opts...) })
+	return opt(func(c *config) {
+		c.kgoOpts = append(c.kgoOpts, opts...)
+		c.opaque++
+	})
 }
 
 // InconsistentMetadataCode sets the error code a KIP-1243 broker uses for
@@ -426,7 +441,12 @@ func PinCluster(id string) Opt { return opt(func(c *config) { c.pin = id }) }
 
 // Resolver replaces DNS resolution of bootstrap and broker host names (for
 // tests, or a custom service discovery). It is called on every dial.
-func Resolver(r rebootstrap.Resolver) Opt { return opt(func(c *config) { c.resolver = r }) }
+func Resolver(r rebootstrap.Resolver) Opt {
+	return opt(func(c *config) {
+		c.resolver = r
+		c.opaque++
+	})
+}
 
 // Role is a kind of client a factory makes, for options that only some
 // clients use and for hooks. Roles combine with |.
@@ -551,7 +571,10 @@ var clientIDs atomic.Uint64
 // with HooksPerClient.
 func Hooks(roles Role, hooks ...kgo.Hook) Opt {
 	hooks = append([]kgo.Hook(nil), hooks...)
-	return opt(func(c *config) { c.hooks = append(c.hooks, roleHooks{roles: roles, hooks: hooks}) })
+	return opt(func(c *config) {
+		c.hooks = append(c.hooks, roleHooks{roles: roles, hooks: hooks})
+		c.opaque++
+	})
 }
 
 // HooksPerClient calls newHooks for every franz-go client the factory
@@ -566,6 +589,7 @@ func HooksPerClient(newHooks func(info ClientInfo) []kgo.Hook) Opt {
 			return
 		}
 		c.hooks = append(c.hooks, roleHooks{roles: AllRoles, fn: newHooks})
+		c.opaque++
 	})
 }
 

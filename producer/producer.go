@@ -117,10 +117,19 @@ type Follow struct {
 	// credentials or TLS settings: records then fail with the cause (see
 	// AuthWatch) instead of waiting for their delivery timeout.
 	Auth AuthWatch
+	// Released, when not nil, is called once, when the last producer
+	// attached to the shared client begins to close it (see Shared): from
+	// then on Attach refuses it, and the factory forgets it.
+	Released func()
 }
 
 // Producer produces records with K keys and V values. It is safe for
 // concurrent use.
+//
+// Producers made by one factory with the same settings share one franz-go
+// client, whatever their key and value types: one producer id, one set of
+// connections, one buffer, as franz-go means a client to be used (see
+// [Shared] for Flush and Close on a shared client).
 type Producer[K, V any] struct {
 	keys   Serializer[K]
 	values Serializer[V]
@@ -129,7 +138,53 @@ type Producer[K, V any] struct {
 	// without a call.
 	rawKeys, rawValues bool
 
-	e engine
+	e *engine
+	// closed: this producer's Close was called; its records fail with
+	// kgo.ErrClientClosed even while others keep the shared client open.
+	closed atomic.Bool
+}
+
+// Shared is the part of a producer that does not depend on its key and value
+// types: a franz-go client, the outcome queue, and how the client follows
+// cluster changes. Typed producers attached to one Shared (factory.NewProducer
+// attaches every producer of one configuration to one) share its client: one
+// producer id, one set of connections, one buffer.
+//
+// Flush and Close on a shared client work as franz-go's do on a client
+// shared by goroutines: Flush of any of the producers waits for every
+// record buffered in the client, the other producers' included. Close of a
+// producer flushes the same way (bounded by its context) and then fails
+// that producer's later records with kgo.ErrClientClosed; the client stays
+// open for the others. Close of the last one closes the client, as Close
+// of an unshared producer does.
+type Shared struct{ e *engine }
+
+// NewShared makes cl, a client made by a factory, a shared producer client
+// that follows cluster changes as f says. Typed producers are attached to
+// it with Attach. Most users call factory.NewProducer.
+func NewShared(cl *kgo.Client, f Follow) *Shared {
+	e := newEngine(cl)
+	e.withFollow(f)
+	return &Shared{e: e}
+}
+
+// Attach returns a producer of K keys and V values on s's client. It
+// returns false once the last producer of s began to close, which closes
+// the client: make a new Shared then.
+func Attach[K, V any](s *Shared, keys Serializer[K], values Serializer[V]) (*Producer[K, V], bool) {
+	if !s.e.attach() {
+		return nil, false
+	}
+	return newView(s.e, keys, values), true
+}
+
+func newView[K, V any](e *engine, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
+	p := &Producer[K, V]{keys: keys, values: values, e: e}
+	// A serializer of type bytesSerializer is a Serializer[[]byte]: K
+	// (V) is then []byte itself (see prepare).
+	_, p.rawKeys = any(keys).(bytesSerializer)
+	_, p.rawValues = any(values).(bytesSerializer)
+	return p
 }
 
 // engine is what a producer does with a serialized record: give it to the
@@ -138,6 +193,13 @@ type Producer[K, V any] struct {
 // without the dictionary a generic method takes.
 type engine struct {
 	follow Follow
+
+	// views counts the producers attached and not closed; released is
+	// set when it dropped to zero: the client is being closed, and no
+	// producer is attached any more. Both under vmu.
+	vmu      sync.Mutex
+	views    int
+	released bool
 
 	promise func(*kgo.Record, error) // e.promised, made once
 
@@ -263,18 +325,52 @@ func recordHooks(cl *kgo.Client) bool {
 	return false
 }
 
-// New wraps cl, a client made by a factory. Most users call
-// factory.NewProducer.
+// New wraps cl, a client made by a factory, in a producer that is the only
+// one on it. Most users call factory.NewProducer.
 func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
-	p := &Producer[K, V]{keys: keys, values: values}
-	// A serializer of type bytesSerializer is a Serializer[[]byte]: K
-	// (V) is then []byte itself (see prepare).
-	_, p.rawKeys = any(keys).(bytesSerializer)
-	_, p.rawValues = any(values).(bytesSerializer)
-	p.e.promise = p.e.promised
-	p.e.stop, p.e.stopNow = context.WithCancel(context.Background())
-	p.e.cur.Store(newCurrent(cl, 0, 0))
-	return p
+	e := newEngine(cl)
+	e.attach()
+	return newView(e, keys, values)
+}
+
+func newEngine(cl *kgo.Client) *engine {
+	e := &engine{}
+	e.promise = e.promised
+	e.stop, e.stopNow = context.WithCancel(context.Background())
+	e.cur.Store(newCurrent(cl, 0, 0))
+	return e
+}
+
+// attach counts one more producer on e, unless the last one closed it.
+func (e *engine) attach() bool {
+	e.vmu.Lock()
+	defer e.vmu.Unlock()
+	if e.released {
+		return false
+	}
+	e.views++
+	return true
+}
+
+// detach counts one producer off e and reports whether it was the last,
+// which then closes the client.
+func (e *engine) detach() bool {
+	e.vmu.Lock()
+	e.views--
+	last := e.views == 0
+	e.released = e.released || last
+	e.vmu.Unlock()
+	if last && e.follow.Released != nil {
+		e.follow.Released()
+	}
+	return last
+}
+
+// isReleased reports whether the last producer of e began to close it.
+func (e *engine) isReleased() bool {
+	e.vmu.Lock()
+	defer e.vmu.Unlock()
+	return e.released
 }
 
 // WithFollow makes p react to cluster changes as f says. The factory calls
@@ -285,7 +381,11 @@ func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Pr
 // has none): on a change it purges its topics from the client, which fails
 // the records at once, and they are reported as ClusterChangedError.
 func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
-	e := &p.e
+	p.e.withFollow(f)
+	return p
+}
+
+func (e *engine) withFollow(f Follow) {
 	e.follow = f
 	if f.Watch != nil {
 		c := e.cur.Load()
@@ -295,7 +395,6 @@ func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
 		}
 	}
 	e.watchAuth(f.Auth)
-	return p
 }
 
 // pinnedChange is a pinned producer's reaction to a cluster change: refuse
@@ -350,7 +449,8 @@ func (e *engine) failBuffered() {
 	e.cur.Load().cl.PurgeTopicsFromClient(topics...)
 }
 
-// Kgo returns the current underlying franz-go client.
+// Kgo returns the current underlying franz-go client. Producers that share
+// it (see Shared) return the same one; close the producers, not it.
 func (p *Producer[K, V]) Kgo() *kgo.Client {
 	return p.e.cur.Load().cl
 }
@@ -455,6 +555,11 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
+	if p.closed.Load() {
+		p.e.refuse(x, kgo.ErrClientClosed)
+		<-w.ch
+		return w.r, w.err
+	}
 	xs := [1]*inflight{x}
 	var recs [1]*kgo.Record
 	if ctx.Done() == nil {
@@ -555,7 +660,13 @@ func (p *Producer[K, V]) ProduceSync(ctx context.Context, records ...Record[K, V
 		xs[i] = x
 	}
 	wg.Add(len(xs))
-	p.e.sendSync(ctx, xs, make([]*kgo.Record, len(xs)))
+	if p.closed.Load() {
+		for _, x := range xs {
+			p.e.refuse(x, kgo.ErrClientClosed)
+		}
+	} else {
+		p.e.sendSync(ctx, xs, make([]*kgo.Record, len(xs)))
+	}
 	wg.Wait()
 	return out, nil
 }
@@ -572,6 +683,10 @@ func (p *Producer[K, V]) ProduceAsync(ctx context.Context, r Record[K, V], done 
 	x, err := p.prepare(ctx, &r, done)
 	if err != nil {
 		return err
+	}
+	if p.closed.Load() {
+		p.e.refuse(x, kgo.ErrClientClosed)
+		return nil
 	}
 	p.e.send(x)
 	return nil
@@ -913,7 +1028,9 @@ func closeClient(cl *kgo.Client) {
 	_ = cl.Flush(context.Background()) // cannot fail without a deadline
 }
 
-// Flush waits until every record produced so far is acknowledged or failed.
+// Flush waits until every record produced so far is acknowledged or failed:
+// on a shared client (see Shared), the records of every producer sharing
+// it, as with franz-go's Flush.
 func (p *Producer[K, V]) Flush(ctx context.Context) error { return p.e.flush(ctx) }
 
 func (e *engine) flush(ctx context.Context) error {
@@ -935,14 +1052,33 @@ func (e *engine) flush(ctx context.Context) error {
 	}
 }
 
-// Close flushes (bounded by ctx) and closes the producer. Records still
-// buffered when ctx ends fail with an error. When Close returns nil, no
-// record is sent any more, not even one a cluster change would have sent
-// again, and every done callback has run. When ctx ends first, Close
-// returns its error at once and the closing finishes in the background
-// (franz-go's own Close takes at most about a second more).
+// Close flushes (bounded by ctx) and closes the producer; records it is
+// given afterwards fail with kgo.ErrClientClosed.
+//
+// Close of the last producer on a client (the only one, unless it is
+// shared: see Shared) closes the client. Records still buffered when ctx
+// ends fail with an error. When Close returns nil, no record is sent any
+// more, not even one a cluster change would have sent again, and every
+// done callback has run. When ctx ends first, Close returns its error at
+// once and the closing finishes in the background (franz-go's own Close
+// takes at most about a second more).
+//
+// Close of a producer whose client others still use flushes it, as Flush
+// does, and leaves it open for them.
 func (p *Producer[K, V]) Close(ctx context.Context) error {
-	e := &p.e
+	// A second Close of a producer closes again what the first did.
+	last := p.e.isReleased()
+	if !p.closed.Swap(true) {
+		last = p.e.detach()
+	}
+	if !last {
+		return p.e.flush(ctx)
+	}
+	return p.e.close(ctx)
+}
+
+// close flushes and closes the client; see Producer.Close.
+func (e *engine) close(ctx context.Context) error {
 	e.closed.Store(true)
 	if e.cancel != nil {
 		e.cancel()

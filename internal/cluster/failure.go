@@ -1,4 +1,4 @@
-package rebootstrap
+package cluster
 
 import (
 	"crypto/tls"

@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+// fakeProbe answers with whatever cluster is set, counting calls.
+type fakeProbe struct {
+	mu      sync.Mutex
+	cluster string
+	fails   int // calls to fail before answering
+	calls   int
+}
+
+func (p *fakeProbe) probe(context.Context) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls++
+	if p.fails > 0 {
+		p.fails--
+		return "", errors.New("seed not ready")
+	}
+	return p.cluster, nil
+}
+
+func (p *fakeProbe) set(c string) {
+	p.mu.Lock()
+	p.cluster = c
+	p.mu.Unlock()
+}
+
+func TestWatcherDetectsChangeAndResetsStore(t *testing.T) {
+	store := consistency.NewMemoryStore()
+	_, _ = store.Advance(consistency.MustOf("a", 7))
+	p := &fakeProbe{cluster: "a"}
+	var events []Event
+	var mu sync.Mutex
+	w := &Watcher{Store: store, Probe: p.probe, OnEvent: func(ev Event) {
+		mu.Lock()
+		events = append(events, ev)
+		mu.Unlock()
+	}}
+	defer w.Close()
+	ctx := context.Background()
+
+	w.Check(true)
+	require.Equal(t, uint64(0), w.Settle(ctx), "same cluster: no change")
+	require.Equal(t, consistency.MustOf("a", 7), store.Load(), "tokens kept")
+
+	p.set("b")
+	p.fails = 2 // the first probes after a rebootstrap may fail
+	w.Check(false)
+	require.Equal(t, uint64(1), w.Settle(ctx))
+	require.True(t, store.Load().IsUnknown(), "another cluster's offsets mean nothing here")
+	require.Equal(t, "b", w.Cluster())
+	mu.Lock()
+	require.Equal(t, []Event{
+		{Rebootstrapped: true, From: "a", To: "a"},
+		{Rebootstrapped: false, From: "a", To: "b", Changed: true, StoreReset: true},
+	}, events)
+	mu.Unlock()
+}
+
+func TestWatcherPinnedKeepsStore(t *testing.T) {
+	store := consistency.NewMemoryStore()
+	_, _ = store.Advance(consistency.MustOf("a", 7))
+	p := &fakeProbe{cluster: "b"}
+	w := &Watcher{Store: store, Probe: p.probe, Pin: "a"}
+	defer w.Close()
+	w.Check(true)
+	require.Equal(t, uint64(1), w.Settle(context.Background()), "pinned to a, the seeds name b: a change")
+	require.Equal(t, consistency.MustOf("a", 7), store.Load(), "a pinned factory keeps its tokens")
+}
+
+func TestWatcherLearnAndWatch(t *testing.T) {
+	p := &fakeProbe{cluster: "a"}
+	w := &Watcher{Probe: p.probe}
+	defer w.Close()
+	w.Watch()
+	require.Eventually(t, func() bool { return w.Cluster() == "a" }, 5*time.Second, 5*time.Millisecond)
+	w.Learn("other")
+	require.Equal(t, "a", w.Cluster(), "Learn never overrides a known cluster")
+}
+
+// TestWatcherCloseStopsProbing: a watcher whose seeds never answer stops
+// when closed instead of probing until its timeout.
+func TestWatcherCloseStopsProbing(t *testing.T) {
+	p := &fakeProbe{fails: 1 << 30}
+	w := &Watcher{Probe: p.probe, Timeout: time.Minute}
+	w.Check(false)
+	time.AfterFunc(50*time.Millisecond, w.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	w.Settle(ctx)
+	require.NoError(t, ctx.Err(), "Close ended the check")
+}
+
+// TestWatcherCoalescesChecks: a storm of checks costs one probe at a time,
+// and Settle waits only for checks requested before it, so it returns
+// while the storm goes on.
+func TestWatcherCoalescesChecks(t *testing.T) {
+	var probes atomic.Int32
+	w := &Watcher{Probe: func(context.Context) (string, error) {
+		probes.Add(1)
+		time.Sleep(100 * time.Millisecond)
+		return "a", nil
+	}}
+	defer w.Close()
+	stop := make(chan struct{})
+	storm := make(chan struct{})
+	go func() {
+		defer close(storm)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				w.Check(false)
+			}
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	w.Check(false)
+	w.Settle(ctx)
+	require.NoError(t, ctx.Err(), "Settle returned during the storm")
+	require.Less(t, time.Since(start), time.Second)
+	close(stop)
+	<-storm
+	w.Settle(ctx)
+	require.Less(t, probes.Load(), int32(20), "checks were coalesced (%d probes)", probes.Load())
+}
