@@ -21,6 +21,17 @@
 // automatically in the background (franz-go's default autocommit, every 5s,
 // and on rebalance and Close). Call Commit to commit them now, for example
 // before handing work off. Without a group nothing is committed.
+//
+// Rebalances, pause and seek, as in franz-go: the factory's OnPartitionsAssigned,
+// OnPartitionsRevoked and OnPartitionsLost options call a function at each
+// rebalance with the Group being rebalanced (commit in OnPartitionsRevoked:
+// setting it replaces the commit on rebalance); with BlockRebalanceOnPoll a
+// rebalance waits from a poll until AllowRebalance, so that records being
+// processed are never revoked under the caller. PauseFetchTopics,
+// PauseFetchPartitions and their Resume counterparts stop and restart
+// fetching; SetOffsets seeks. Every one of them goes through the factory's
+// client, so reads after a seek or a rebalance carry the token too, and
+// pauses and callbacks outlive a cluster change.
 package consumer
 
 import (
@@ -181,14 +192,18 @@ func (c *Consumer[K, V]) followChange(f Follow) {
 	if len(c.assigned) > 0 {
 		next.AddConsumePartitions(c.assigned)
 	}
+	carryPauses(old, next)
 	c.retire(old)
 	c.mu.Unlock()
 }
 
 // retire closes cl in the background: its group and cluster are gone, and
 // leaving the group may take until franz-go gives up, which must not hold
-// up the cluster watcher or a Poll. c.mu held, c not closed.
+// up the cluster watcher or a Poll. With BlockRebalanceOnPoll, leaving
+// would wait for an AllowRebalance that the user, now polling the next
+// client, never makes on this one: allow it here. c.mu held, c not closed.
 func (c *Consumer[K, V]) retire(cl *kgo.Client) {
+	cl.AllowRebalance()
 	c.retiring.Go(cl.Close)
 }
 
@@ -244,9 +259,11 @@ func (c *Consumer[K, V]) Commit(ctx context.Context) error {
 	return c.Kgo().CommitUncommittedOffsets(ctx)
 }
 
-// Close leaves the group (committing what was polled) and closes the client.
-// It returns once every client the consumer used is closed, those a cluster
-// change replaced included.
+// Close leaves the group (committing what was polled, or calling
+// OnPartitionsRevoked) and closes the client. With BlockRebalanceOnPoll it
+// allows the rebalance first, since leaving is one. It returns once every
+// client the consumer used is closed, those a cluster change replaced
+// included.
 func (c *Consumer[K, V]) Close() {
 	c.mu.Lock()
 	c.closed = true
@@ -254,7 +271,9 @@ func (c *Consumer[K, V]) Close() {
 	if c.cancel != nil {
 		c.cancel()
 	}
-	c.Kgo().Close()
+	cl := c.Kgo()
+	cl.AllowRebalance()
+	cl.Close()
 	c.retiring.Wait()
 }
 

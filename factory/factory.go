@@ -255,6 +255,7 @@ func (f *Factory) newProducerClient(cfg config, opts []Opt, released func()) (*p
 			return nil
 		},
 		Recheck: cfg.recheckEvery(),
+		Cluster: f.watcher.Cluster,
 		NewClient: func() (*kgo.Client, error) {
 			cl, _, err := f.client(opts, nil)
 			return cl, err
@@ -395,7 +396,11 @@ func (f *Factory) newKgo(cfg config, store consistency.Store, extra []kgo.Opt, s
 	kopts = append(kopts, rb.opts...)
 	kopts = append(kopts, extra...)
 	kopts = append(kopts, cfg.kgoOpts...)
-	cl, err := kgo.NewClient(kopts...)
+	newClient := kgo.NewClient
+	if cfg.newClient != nil {
+		newClient = cfg.newClient
+	}
+	cl, err := newClient(kopts...)
 	if err != nil {
 		close(dial.ready)
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -701,6 +706,16 @@ func (c *config) build() (built, error) {
 		errs = append(errs, err)
 	}
 	opts = append(opts, secOpts...)
+	txnOpts, err := c.transactional(idem)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	opts = append(opts, txnOpts...)
+	groupOpts, err := c.rebalanceOpts()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	opts = append(opts, groupOpts...)
 	if len(errs) > 0 {
 		return built{}, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}

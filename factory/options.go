@@ -42,6 +42,9 @@ type config struct {
 	groupID         string
 	autoOffsetRes   string
 	isolationLevel  string
+	// rebalance: the consumer's rebalance callbacks and
+	// BlockRebalanceOnPoll (see consumergroup.go).
+	rebalance rebalanceConfig
 
 	tls       *tls.Config
 	sasl      saslConfig
@@ -71,6 +74,13 @@ type config struct {
 
 	// separate: SeparateClient, a producer's own franz-go client.
 	separate bool
+	// txnID and txnTimeout: transactional.id and transaction.timeout.ms
+	// (see transactions.go); 0 timeout: franz-go's default.
+	txnID      string
+	txnTimeout time.Duration
+	// newClient, when set, builds the franz-go client instead of
+	// kgo.NewClient (a GroupTransactSession wraps its own).
+	newClient func(...kgo.Opt) (*kgo.Client, error)
 	// opaque counts the options applied whose values cannot be compared
 	// (KgoOpts, Hooks, HooksPerClient, Resolver, WithObserver): a producer
 	// given one more than the factory shares no client (see producerKey).

@@ -144,6 +144,8 @@ var properties = map[string]property{
 	"delivery.timeout.ms":           msProperty("delivery.timeout.ms", 1, DeliveryTimeout),
 	"compression.type":              enumProperty("compression.type", []string{"none", "gzip", "snappy", "lz4", "zstd"}, Compression),
 	"group.id":                      stringProperty("group.id", GroupID),
+	"transactional.id":              stringProperty("transactional.id", TransactionalID),
+	"transaction.timeout.ms":        msProperty("transaction.timeout.ms", 1, TransactionTimeout),
 	"auto.offset.reset":             enumProperty("auto.offset.reset", []string{"earliest", "latest", "none"}, AutoOffsetReset),
 	"isolation.level":               enumProperty("isolation.level", []string{"read_uncommitted", "read_committed"}, IsolationLevel),
 	"security.protocol":             enumProperty("security.protocol", []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, SecurityProtocol),

@@ -76,7 +76,8 @@ func TestPropertiesEveryKey(t *testing.T) {
 	require.Equal(t, filepath.Join(dir, "c.pem"), cfg.sslCert)
 	require.Equal(t, filepath.Join(dir, "k.pem"), cfg.sslKey)
 	require.Equal(t, 30*time.Second, cfg.deliveryTimeout)
-	require.Len(t, PropertyKeys(), 22+len(javaOnlyKeys), "every documented key is tested above or in TestPropertiesJavaNames")
+	// +2: transactional.id and transaction.timeout.ms, in TestTransactionalOptions.
+	require.Len(t, PropertyKeys(), 22+2+len(javaOnlyKeys), "every documented key is tested above, in TestPropertiesJavaNames or TestTransactionalOptions")
 }
 
 func TestPropertiesBadValues(t *testing.T) {

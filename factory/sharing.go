@@ -54,6 +54,10 @@ type producerKey struct {
 	incCode         int16
 	pin             string
 	mode            ConsistencyMode
+	// A transactional producer shares only with producers of its own
+	// transactional.id: they are views of one transaction.
+	txnID      string
+	txnTimeout time.Duration
 }
 
 // producerKey returns the sharing key of a producer with settings c, and
@@ -88,6 +92,8 @@ func (f *Factory) producerKey(c config) (producerKey, bool) {
 		incCode:         c.incCode,
 		pin:             c.pin,
 		mode:            c.mode,
+		txnID:           c.txnID,
+		txnTimeout:      c.txnTimeout,
 	}
 	if c.retryBackoff != nil {
 		k.retryBackoff, k.retryBackoffSet = *c.retryBackoff, true

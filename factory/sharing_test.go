@@ -139,14 +139,16 @@ func TestProducersShareOneClient(t *testing.T) {
 // added to producerKey or named here as not compared.
 func TestProducerKeyCoversConfig(t *testing.T) {
 	notCompared := map[string]string{
-		"role":     "always RoleProducer",
-		"hooks":    "counted in opaque",
-		"observer": "counted in opaque",
-		"kgoOpts":  "counted in opaque",
-		"resolver": "counted in opaque",
-		"errs":     "validated before sharing",
-		"separate": "never shared",
-		"opaque":   "compared with the factory's",
+		"role":      "always RoleProducer",
+		"hooks":     "counted in opaque",
+		"observer":  "counted in opaque",
+		"kgoOpts":   "counted in opaque",
+		"resolver":  "counted in opaque",
+		"errs":      "validated before sharing",
+		"separate":  "never shared",
+		"newClient": "set by NewGroupTransactSession only, which shares no client",
+		"opaque":    "compared with the factory's",
+		"rebalance": "consumer callbacks, refused on a producer",
 	}
 	keyFields := map[string]bool{}
 	for f := range reflect.TypeFor[producerKey]().Fields() {

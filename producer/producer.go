@@ -117,6 +117,10 @@ type Follow struct {
 	// credentials or TLS settings: records then fail with the cause (see
 	// AuthWatch) instead of waiting for their delivery timeout.
 	Auth AuthWatch
+	// Cluster, when not nil, returns the cluster the bootstrap servers
+	// name now: a transaction that a cluster change cut short reports the
+	// cluster it began on and this one (see BeginTransaction).
+	Cluster func() string
 	// Released, when not nil, is called once, when the last producer
 	// attached to the shared client begins to close it (see Shared): from
 	// then on Attach refuses it, and the factory forgets it.
@@ -236,6 +240,8 @@ type engine struct {
 	wg          sync.WaitGroup
 	stop        context.Context // done once shut, for waits of drain
 	stopNow     context.CancelFunc
+
+	txn txnState // transactional clients only (see txn.go)
 }
 
 // outcome is a record's outcome waiting for its turn.
@@ -338,6 +344,7 @@ func newEngine(cl *kgo.Client) *engine {
 	e.promise = e.promised
 	e.stop, e.stopNow = context.WithCancel(context.Background())
 	e.cur.Store(newCurrent(cl, 0, 0))
+	e.txn.init(cl)
 	return e
 }
 
@@ -706,6 +713,12 @@ func (e *engine) send(x *inflight) {
 		return
 	}
 	c := e.cur.Load()
+	if e.txn.on {
+		if err := e.txnRefusal(c); err != nil {
+			e.refuse(x, err)
+			return
+		}
+	}
 	e.prime(c, x)
 	if c.hooked {
 		// A promise that knows x: a hook may have replaced the Context.
@@ -795,6 +808,14 @@ func (e *engine) sendSync(ctx context.Context, xs []*inflight, recs []*kgo.Recor
 		return
 	}
 	c := e.cur.Load()
+	if e.txn.on {
+		if err := e.txnRefusal(c); err != nil {
+			for _, x := range xs {
+				e.refuse(x, err)
+			}
+			return
+		}
+	}
 	for i, x := range xs {
 		e.prime(c, x)
 		recs[i] = &x.rec
@@ -949,6 +970,11 @@ func (e *engine) afterFailure(x *inflight, err error) {
 	default:
 		if nerr := e.followChange(now, x.client()); nerr != nil {
 			x.done(Result{}, errors.Join(err, nerr))
+			return
+		}
+		if e.txn.on {
+			// Its transaction is on the old cluster: it cannot move.
+			x.done(Result{}, e.txnBroken())
 			return
 		}
 		e.resend(x, err)

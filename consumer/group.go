@@ -1,0 +1,117 @@
+package consumer
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Group is a group consumer's franz-go client as its rebalance callbacks
+// (factory.OnPartitionsAssigned, OnPartitionsRevoked, OnPartitionsLost) see
+// it: the client whose group is rebalancing. That is the consumer's client,
+// or, in the callbacks of a client retired by a cluster change, that
+// client; either way it is the factory's, and its requests carry the token.
+//
+// Group is kgo.Client under another name, so that a callback costs no
+// allocation; use its methods rather than converting it.
+type Group kgo.Client
+
+// Commit commits the offsets of every record polled from this client so
+// far, and waits for the answer. In OnPartitionsRevoked it is the last
+// chance to commit the partitions being revoked before another member
+// starts on them from the committed offsets: setting OnPartitionsRevoked
+// replaces franz-go's own commit on revoke, as with kgo.OnPartitionsRevoked.
+// In OnPartitionsLost a commit is bound to fail: the partitions already
+// belong to another member.
+func (g *Group) Commit(ctx context.Context) error {
+	return g.Kgo().CommitUncommittedOffsets(ctx)
+}
+
+// Kgo returns the franz-go client, for what Group does not cover
+// (kgo.Client.CommitOffsetsSync with offsets of your own, GroupMetadata).
+func (g *Group) Kgo() *kgo.Client { return (*kgo.Client)(g) }
+
+// AllowRebalance lets a consumer made with factory.BlockRebalanceOnPoll
+// rebalance again: from a poll that returned records until this call, the
+// group cannot take partitions away, so that commits and the rebalance
+// callbacks never run while records of revoked partitions are being
+// processed (franz-go's kgo.Client.AllowRebalance). Call it once the
+// records polled are processed, committed if need be; several polls may
+// come before it. Without BlockRebalanceOnPoll it does nothing.
+//
+// Do not wait long: a member that blocks a rebalance past the group's
+// rebalance timeout is removed from the group. Close allows the rebalance
+// itself, so that leaving the group cannot wait for this call.
+func (c *Consumer[K, V]) AllowRebalance() {
+	c.Kgo().AllowRebalance()
+}
+
+// PauseFetchTopics stops fetching topics until ResumeFetchTopics, and
+// returns every topic paused now; with no topics it only returns the
+// paused ones. Nothing is skipped: once resumed, a topic is read from where
+// polls left it (records a Records loop left for the next read were polled
+// before the pause and still come). Pausing topics and pausing partitions
+// are independent, as in franz-go: resuming a topic leaves its paused
+// partitions paused.
+//
+// Pauses outlive a cluster change: the client that takes over starts with
+// the same topics and partitions paused.
+func (c *Consumer[K, V]) PauseFetchTopics(topics ...string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cl.PauseFetchTopics(topics...)
+}
+
+// PauseFetchPartitions stops fetching partitions (topic to partitions)
+// until ResumeFetchPartitions, and returns every partition paused now; see
+// PauseFetchTopics. With none it only returns the paused ones.
+func (c *Consumer[K, V]) PauseFetchPartitions(partitions map[string][]int32) map[string][]int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cl.PauseFetchPartitions(partitions)
+}
+
+// ResumeFetchTopics fetches paused topics again; topics not paused are
+// left as they are.
+func (c *Consumer[K, V]) ResumeFetchTopics(topics ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cl.ResumeFetchTopics(topics...)
+}
+
+// ResumeFetchPartitions fetches paused partitions again; partitions not
+// paused are left as they are.
+func (c *Consumer[K, V]) ResumeFetchPartitions(partitions map[string][]int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cl.ResumeFetchPartitions(partitions)
+}
+
+// SetOffsets moves consumption of partitions the consumer has now (assigned
+// by the group or by Assign) to the offsets given: the next records polled
+// from them start there, and records fetched before are dropped. As in
+// franz-go, a partition not consumed now and a negative offset are skipped;
+// an Epoch of -1 skips the check of the offset against the partition's
+// leader epoch (kgo.EpochOffset).
+//
+// In a group, another member may own a partition by the time the offset
+// applies: call SetOffsets from the polling goroutine with
+// factory.BlockRebalanceOnPoll, before AllowRebalance, or from
+// OnPartitionsAssigned (through Group.Kgo). Offsets are positions in one
+// cluster: after a cluster change the consumer starts afresh (see the
+// factory's ClusterChanged event), not at offsets set here.
+func (c *Consumer[K, V]) SetOffsets(offsets map[string]map[int32]kgo.EpochOffset) {
+	c.Kgo().SetOffsets(offsets)
+}
+
+// carryPauses pauses on next what is paused on prev, for the client that
+// takes over after a cluster change. c.mu held, so no pause or resume runs
+// in between.
+func carryPauses(prev, next *kgo.Client) {
+	if ts := prev.PauseFetchTopics(); len(ts) > 0 {
+		next.PauseFetchTopics(ts...)
+	}
+	if ps := prev.PauseFetchPartitions(nil); len(ps) > 0 {
+		next.PauseFetchPartitions(ps)
+	}
+}

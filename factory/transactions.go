@@ -1,0 +1,149 @@
+package factory
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/producer"
+)
+
+// TransactionalID sets transactional.id and makes producers transactional:
+// records are written between Producer.BeginTransaction and
+// Producer.EndTransaction, and a read_committed consumer sees them only once
+// their transaction commits. It needs idempotence (the default); with
+// Idempotence(false) or acks other than all it is an error.
+//
+// One transactional id is one producer: producers made with the same id (of
+// any key and value types) share one franz-go client, and with it one
+// transaction, which BeginTransaction and EndTransaction on any of them act
+// on; they never share a client with non-transactional producers. Two
+// processes with one id fence each other, as with every Kafka client.
+//
+// For consume-transform-produce, where the offsets consumed commit in the
+// transaction, use NewGroupTransactSession.
+func TransactionalID(id string) Opt {
+	return producerOpt("transactional.id", func(c *config) {
+		if id == "" {
+			c.fail("transactional.id: empty")
+		}
+		c.txnID = id
+	})
+}
+
+// TransactionTimeout sets transaction.timeout.ms: how long the transaction
+// coordinator lets a transaction stay open before it aborts it (a producer
+// that died mid-transaction). Default: franz-go's, 40s. The broker refuses
+// values above its transaction.max.timeout.ms (15 minutes by default).
+func TransactionTimeout(d time.Duration) Opt {
+	return producerOpt("transaction.timeout.ms", func(c *config) {
+		if d <= 0 {
+			c.fail("transaction.timeout.ms: %v is not positive", d)
+		}
+		c.txnTimeout = d
+	})
+}
+
+// transactional returns the franz-go options of a transactional client;
+// idempotent says whether c's producer is idempotent.
+func (c *config) transactional(idempotent bool) ([]kgo.Opt, error) {
+	if c.txnID == "" {
+		if c.txnTimeout != 0 && c.role&(RoleProducer|RoleKgo) != 0 {
+			return nil, fmt.Errorf("transaction.timeout.ms: set without transactional.id")
+		}
+		return nil, nil
+	}
+	if c.role != 0 && c.role&(RoleProducer|RoleKgo) == 0 {
+		// Given to New: it is the base of consumers and admin clients too.
+		return nil, nil
+	}
+	if !idempotent {
+		return nil, fmt.Errorf("transactional.id: %q needs an idempotent producer (enable.idempotence=true, acks=all), have acks=%s enable.idempotence=%v", c.txnID, c.acks, c.idempotence != nil && *c.idempotence)
+	}
+	opts := []kgo.Opt{kgo.TransactionalID(c.txnID)}
+	if c.txnTimeout > 0 {
+		opts = append(opts, kgo.TransactionTimeout(c.txnTimeout))
+	}
+	return opts, nil
+}
+
+// RoleTransactSession is the role of a GroupTransactSession's client, which
+// both consumes in a group and produces: options and hooks of either role
+// apply to it.
+const RoleTransactSession = RoleProducer | RoleConsumer
+
+// NewGroupTransactSession returns a consume-transform-produce session:
+// franz-go's GroupTransactSession on one client that consumes topics in
+// the group of GroupID and produces records of K keys and V values in
+// transactions of TransactionalID, so that the offsets consumed commit in
+// the same transaction as the records produced from them (exactly once).
+// Both options are required; opts apply on top of the factory's, and any
+// producer or consumer option may be among them. The session reads
+// read_committed and requires stable offsets (KIP-447), whatever
+// isolation.level says: reading another transaction's uncommitted records
+// would break exactly once.
+//
+// Its requests carry the factory's consistency token like those of every
+// client the factory makes. A transaction cannot span clusters: once the
+// bootstrap servers name another cluster, End aborts and returns an error
+// satisfying errors.Is(err, rebootstrap.ErrClusterChanged), and the session
+// stays failed (Begin and polls return that error). Close it and make a new
+// one, which joins the group on the new cluster. See
+// producer.GroupTransactSession.
+func NewGroupTransactSession[K, V any](f *Factory, keys producer.Serializer[K], values producer.Serializer[V], topics []string, opts ...Opt) (*producer.GroupTransactSession[K, V], error) {
+	if keys == nil || values == nil {
+		return nil, fmt.Errorf("%w: NewGroupTransactSession needs a key and a value serializer", ErrConfig)
+	}
+	if len(topics) == 0 {
+		return nil, fmt.Errorf("%w: NewGroupTransactSession needs topics to consume", ErrConfig)
+	}
+	opts = withRole(opts, RoleTransactSession)
+	var sess *kgo.GroupTransactSession
+	opts = append(opts, opt(func(c *config) {
+		c.newClient = func(kopts ...kgo.Opt) (*kgo.Client, error) {
+			s, err := kgo.NewGroupTransactSession(kopts...)
+			if err != nil {
+				return nil, err
+			}
+			sess = s
+			return s.Client(), nil
+		}
+	}))
+	f.life.RLock()
+	defer f.life.RUnlock()
+	if f.closed {
+		return nil, ErrClosed
+	}
+	cfg, err := f.clientConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	var missing []error
+	if cfg.groupID == "" {
+		missing = append(missing, errors.New("group.id: required by a GroupTransactSession"))
+	}
+	if cfg.txnID == "" {
+		missing = append(missing, errors.New("transactional.id: required by a GroupTransactSession"))
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(missing...))
+	}
+	extra := []kgo.Opt{
+		kgo.ConsumeTopics(topics...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+	}
+	if _, err := f.build(cfg, extra); err != nil {
+		return nil, err
+	}
+	return producer.NewGroupTransactSession(sess, keys, values, producer.Follow{
+		Watch:          f.watcher,
+		Cluster:        f.watcher.Cluster,
+		Inconsistent:   f.produceMarks.Clock,
+		InconsistentOn: f.produceMarks.At,
+		TopicHeldAt:    f.produceMarks.TopicHeldAt,
+		Auth:           f.authWatch(cfg),
+	}), nil
+}
