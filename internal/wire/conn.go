@@ -119,6 +119,9 @@ type conn struct {
 
 	noAck atomic.Uint64 // the last acks=0 produce written (see noack.go)
 
+	lastWrite int64   // unix nanoseconds of the last Write (see idle.go)
+	peek      *peeker // made at the first idle check
+
 	rh      respHeader
 	cur     inflight // the request the frame being parsed answers
 	haveCur bool
@@ -153,6 +156,9 @@ func newConn(i *Interceptor, c net.Conn, addr string) *conn {
 // writev (see coalesceMax), an unstamped one as it came. Frames may span
 // writes and one write may carry several frames.
 func (c *conn) Write(p []byte) (int, error) {
+	if c.idleClosed(time.Now().UnixNano()) {
+		return 0, c.idleClosedError()
+	}
 	// kgo writes each request whole, in one call: such a frame needs no
 	// state kept across writes.
 	if c.wbody == 0 && !c.winHeader && !c.wraw && len(p) <= coalesceMax {

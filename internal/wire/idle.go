@@ -1,0 +1,76 @@
+package wire
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// idleCheckAfter is how long a connection must have gone without a write
+// before Write looks whether the broker closed it meanwhile. A connection
+// written to more often than that would have shown a close on the read of
+// its last answer; checking only idle ones keeps the check (one
+// non-blocking syscall) off busy connections. A variable for tests.
+var idleCheckAfter = time.Millisecond
+
+// idleClosed reports whether Write should refuse to write: the connection
+// has been idle, nothing awaits an answer, and the broker closed it (or
+// reset it) since. kgo does not read an idle connection, so without this it
+// learns of the close only after writing the next request into it, and
+// then fails that request (a produce backs off before its retry). Refused
+// with nothing written, the request is retried at once on a new connection:
+// kgo does that for any write that wrote 0 bytes, since no broker saw it.
+//
+// Only a connection no goroutine reads is checked: an acks=0 connection has
+// kgo's discard reader, and a peek would wait for its read lock.
+func (c *conn) idleClosed(now int64) bool {
+	last := c.lastWrite
+	c.lastWrite = now
+	if last == 0 || now-last < int64(idleCheckAfter) || c.q.len() != 0 || c.noAck.Load() != 0 || c.wraw ||
+		c.wbody != 0 || c.winHeader {
+		return false
+	}
+	if c.dead.Load() {
+		return true
+	}
+	if c.peek == nil {
+		c.peek = newPeeker(c.Conn)
+	}
+	switch c.peek.check() {
+	case peerGone:
+		if c.debug {
+			c.i.log(kgo.LogLevelDebug, "the broker closed the idle connection; refusing the write so that it is retried on a new connection", "addr", c.addr)
+		}
+		c.dead.Store(true)
+		return true
+	default:
+		return false
+	}
+}
+
+// idleClosedError is Write's error for a connection found closed by the
+// broker while idle. It matches io.EOF, as the read kgo would otherwise
+// have failed with, so kgo treats it as a retryable connection failure.
+func (c *conn) idleClosedError() error {
+	return fmt.Errorf("wire: %s closed the idle connection before the request was written: %w", c.addr, io.EOF)
+}
+
+// peer states of peerState.
+const (
+	peerUnknown = iota // open, unreadable, or not a socket we can ask
+	peerGone           // the peer closed or reset the connection
+)
+
+// socketOf returns the socket under c, looking through TLS.
+func socketOf(c net.Conn) net.Conn {
+	for {
+		nc, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return c
+		}
+		c = nc.NetConn()
+	}
+}

@@ -1,0 +1,107 @@
+package wire
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+// TestIdleClosedWriteRefused: a connection the broker closed while it was
+// idle refuses the next request with nothing written, so that kgo retries
+// it at once on a new connection instead of failing it (and backing off)
+// after the broker's EOF.
+func TestIdleClosedWriteRefused(t *testing.T) {
+	old := idleCheckAfter
+	idleCheckAfter = 0
+	defer func() { idleCheckAfter = old }()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closeNow, closed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(closed)
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		// Answer two requests (body ignored), then close on request.
+		for range 2 {
+			var size [4]byte
+			if _, err := io.ReadFull(s, size[:]); err != nil {
+				return
+			}
+			req := make([]byte, binary.BigEndian.Uint32(size[:]))
+			if _, err := io.ReadFull(s, req); err != nil {
+				return
+			}
+			corr := int32(binary.BigEndian.Uint32(req[4:8]))
+			if _, err := s.Write(respFrame(corr, nil, []byte{0, 0, 0, 0})); err != nil {
+				return
+			}
+		}
+		<-closeNow
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ic, err := New(Config{Store: consistency.NewMemoryStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ic.DialContext(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	roundTrip := func(corr int32) {
+		t.Helper()
+		frame := reqFrame(metadataReq(1), corr)
+		if n, err := c.Write(frame); err != nil || n != len(frame) {
+			t.Fatalf("write %d: %d of %d bytes, %v", corr, n, len(frame), err)
+		}
+		resp := make([]byte, len(respFrame(corr, nil, []byte{0, 0, 0, 0})))
+		if _, err := io.ReadFull(c, resp); err != nil {
+			t.Fatalf("read %d: %v", corr, err)
+		}
+	}
+	roundTrip(1)
+	roundTrip(2) // idle-checked (idleCheckAfter is 0): the broker is there
+	cn := c.(*conn)
+	if cn.peek == nil {
+		t.Fatal("the idle write was not checked")
+	}
+	// The check runs on requests: it must not allocate.
+	if n := testing.AllocsPerRun(100, func() {
+		if cn.idleClosed(cn.lastWrite + 1) {
+			t.Fatal("an open connection taken for closed")
+		}
+	}); n != 0 {
+		t.Fatalf("idle check: %v allocations", n)
+	}
+
+	close(closeNow)
+	<-closed
+	// Wait until the kernel has the broker's FIN.
+	pk := newPeeker(c.(*conn).Conn)
+	for pk.check() != peerGone {
+		if ctx.Err() != nil {
+			t.Fatal("the broker's close never showed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	frame := reqFrame(metadataReq(1), 3)
+	n, err := c.Write(frame)
+	if n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("write to a connection the broker closed while idle: %d bytes, %v; want 0 bytes and an io.EOF", n, err)
+	}
+}
