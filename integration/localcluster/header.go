@@ -125,11 +125,16 @@ func appendResponseFrame(dst []byte, corr int32, flexible bool, tags []rawTag, c
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(corr))
-	if flexible {
+	switch {
+	case flexible && clusterID != "":
 		dst = binary.AppendUvarint(dst, uint64(1+len(tags)))
 		dst = binary.AppendUvarint(dst, wire.ConsistencyStateTag)
 		dst = binary.AppendUvarint(dst, uint64(wire.StateLen(clusterID)))
 		dst = wire.AppendState(dst, clusterID, token)
+	case flexible:
+		dst = binary.AppendUvarint(dst, uint64(len(tags)))
+	}
+	if flexible {
 		for _, t := range tags {
 			dst = binary.AppendUvarint(dst, t.tag)
 			dst = binary.AppendUvarint(dst, uint64(len(t.data)))
