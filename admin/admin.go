@@ -35,19 +35,26 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/internal/bridge"
 )
 
-// Client is a kadm client made by a factory; its methods are kadm's (see
-// the package doc for the one difference). Close it when done.
+// Client is a kadm client made by a factory (factory.Factory.Admin; the
+// zero value is not usable); its methods are kadm's (see the package doc
+// for the one difference). Close it when done.
 type Client struct {
 	adm *kadm.Client
 	cl  *kgo.Client
 }
 
-// New wraps cl, a client made by a factory. Most users call
-// factory.Factory.Admin instead.
-func New(cl *kgo.Client) *Client {
-	return &Client{adm: kadm.NewClient(cl), cl: cl}
+// The factory makes a Client through internal/bridge: a constructor here
+// would let users wrap a client that carries no token.
+func init() {
+	bridge.InitAdmin = func(dst any, cl *kgo.Client) { dst.(*Client).init(cl) }
+}
+
+func (c *Client) init(cl *kgo.Client) {
+	c.adm, c.cl = kadm.NewClient(cl), cl
 }
 
 // Kgo returns the underlying franz-go client.

@@ -5,31 +5,23 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-)
 
-// AuthWatch reports authentication and TLS failures; the factory provides
-// it for consumers whose security settings are its own.
-//
-// franz-go retries a connection that fails SASL or certificate checks as
-// it would a broker that is down, so a poll waits for its whole context
-// and the cause is only in the logs. The Java consumer's poll throws
-// SaslAuthenticationException or SslAuthenticationException instead; with
-// an AuthWatch, Poll (and Records) return the failure as soon as it is
-// found, and at once while it holds. The watch checks again now and then;
-// polls consume again once the cluster accepts the client.
-type AuthWatch interface {
-	// AuthFailure returns the failure that holds now, or nil. It is
-	// called on every poll and must be cheap when nil.
-	AuthFailure() error
-	// OnAuthFailure calls fn each time a failure is found, until cancel;
-	// fn must not block.
-	OnAuthFailure(fn func(error)) (cancel func())
-}
+	"github.com/kconsist/kconsist/internal/bridge"
+)
 
 // AuthError is the error of a poll that ended because the cluster refuses
 // the consumer's credentials or TLS settings. It unwraps to the cause, so
 // errors.Is(err, kerr.SaslAuthenticationFailed) or errors.As into an x509
 // error work on it.
+//
+// franz-go retries a connection that fails SASL or certificate checks as
+// it would a broker that is down, so a poll would wait for its whole
+// context and the cause be only in the logs. The Java consumer's poll
+// throws SaslAuthenticationException or SslAuthenticationException
+// instead; a consumer of a factory whose security settings are its own
+// does the same: Poll (and Records) return the failure as soon as it is
+// found, and at once while it holds. The factory checks again now and
+// then; polls consume again once the cluster accepts the client.
 type AuthError struct{ Err error }
 
 func (e *AuthError) Error() string {
@@ -39,10 +31,10 @@ func (e *AuthError) Error() string {
 // Unwrap returns the cause.
 func (e *AuthError) Unwrap() error { return e.Err }
 
-// authState is a consumer's side of Follow.Auth; used by the reading
+// authState is a consumer's side of follow.Auth; used by the reading
 // goroutine only.
 type authState struct {
-	watch AuthWatch
+	watch bridge.AuthWatch
 	// proven: a poll fetched something, so the client's connections
 	// work; polls then no longer subscribe to failures (which costs a
 	// context and a subscription per poll), a failure found later shows

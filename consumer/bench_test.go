@@ -37,7 +37,7 @@ func BenchmarkDecode(b *testing.B) {
 			raw.EachRecord(func(r *kgo.Record) { sink += r.Offset + int64(len(r.Value)) })
 		}
 	})
-	bytesC := New[[]byte, []byte](nil, Bytes(), Bytes(), false)
+	bytesC := newConsumer[[]byte, []byte](nil, Bytes(), Bytes(), false)
 	b.Run("bytes/Records", func(b *testing.B) { benchRecords(b, ctx, bytesC, raw, n, &sink) })
 	b.Run("bytes/AppendPoll", func(b *testing.B) {
 		dst := make([]Record[[]byte, []byte], 0, n)
@@ -55,10 +55,10 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	})
 	b.Run("string/Records", func(b *testing.B) {
-		benchRecords(b, ctx, New[[]byte, string](nil, Bytes(), String(), false), raw, n, &sink)
+		benchRecords(b, ctx, newConsumer[[]byte, string](nil, Bytes(), String(), false), raw, n, &sink)
 	})
 	b.Run("json/Records", func(b *testing.B) {
-		benchRecords(b, ctx, New[[]byte, reading](nil, Bytes(), JSON[reading](), false), js, n, &sink)
+		benchRecords(b, ctx, newConsumer[[]byte, reading](nil, Bytes(), JSON[reading](), false), js, n, &sink)
 	})
 }
 
@@ -121,7 +121,7 @@ func BenchmarkConsume(b *testing.B) {
 			return got
 		},
 		"Records": func(cl *kgo.Client) int {
-			c := New[[]byte, []byte](cl, Bytes(), Bytes(), false)
+			c := newConsumer[[]byte, []byte](cl, Bytes(), Bytes(), false)
 			got := 0
 			for r, err := range c.Records(ctx) {
 				if err != nil {
@@ -134,7 +134,7 @@ func BenchmarkConsume(b *testing.B) {
 			return got
 		},
 		"AppendPoll": func(cl *kgo.Client) int {
-			c := New[[]byte, []byte](cl, Bytes(), Bytes(), false)
+			c := newConsumer[[]byte, []byte](cl, Bytes(), Bytes(), false)
 			var recs []Record[[]byte, []byte]
 			got := 0
 			for got < n {
@@ -147,7 +147,7 @@ func BenchmarkConsume(b *testing.B) {
 			return got
 		},
 		"Poll": func(cl *kgo.Client) int {
-			c := New[[]byte, []byte](cl, Bytes(), Bytes(), false)
+			c := newConsumer[[]byte, []byte](cl, Bytes(), Bytes(), false)
 			got := 0
 			for got < n {
 				recs, err := c.Poll(ctx, 0)

@@ -42,6 +42,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/internal/bridge"
 )
 
 // ErrDeserialize wraps every deserialization error.
@@ -102,7 +104,8 @@ func (e *FetchError) Unwrap() error { return e.Err }
 
 // Consumer consumes records with K keys and V values. Poll, AppendPoll and
 // Records are meant for one goroutine; the other methods are safe for
-// concurrent use.
+// concurrent use. Make one with factory.NewConsumer; the zero value is not
+// usable.
 type Consumer[K, V any] struct {
 	keys   Deserializer[K]
 	values Deserializer[V]
@@ -122,40 +125,37 @@ type Consumer[K, V any] struct {
 	changed  error // sticky: the pinned cluster is gone
 	closed   bool  // Close was called
 	cancel   func()
-	auth     authState // Follow.Auth; reading goroutine only
+	auth     authState // follow.Auth; reading goroutine only
 	// retiring counts clients a cluster change retired, closing in the
 	// background; Close waits for them. Added to under mu while !closed
 	// only, so never concurrently with Close's Wait.
 	retiring sync.WaitGroup
 }
 
-// ClusterWatch reports cluster changes behind the bootstrap servers; the
-// factory provides it.
-type ClusterWatch interface {
-	OnChange(fn func()) (cancel func())
+// follow is how the factory tells a consumer about cluster changes and
+// credential failures (see internal/bridge).
+type follow = bridge.ConsumerFollow
+
+func init() {
+	bridge.InitConsumer = func(dst any, cl *kgo.Client, keys, values any, group bool, f follow) {
+		dst.(interface {
+			bind(*kgo.Client, any, any, bool, follow)
+		}).bind(cl, keys, values, group, f)
+	}
 }
 
-// Follow configures how a consumer reacts to a cluster change.
-type Follow struct {
-	Watch ClusterWatch
-	// Pinned consumers stop: Poll returns Changed() from then on.
-	Pinned  bool
-	Changed func() error
-	// NewClient makes the client that takes over after a change: franz-go
-	// stops consuming a topic whose id changed, and offsets of one cluster
-	// mean nothing in another, so a consumer that follows starts afresh:
-	// in a group where auto.offset.reset says, and assigned partitions at
-	// the offsets first given to Assign.
-	NewClient func() (*kgo.Client, error)
-	// Auth, when not nil, tells when the cluster refuses the consumer's
-	// credentials or TLS settings: polls then return the cause (see
-	// AuthWatch) instead of waiting for their context.
-	Auth AuthWatch
+// bind makes c a consumer on cl that follows cluster changes as f says;
+// keys and values are its Deserializer[K] and Deserializer[V] (nil stays
+// nil).
+func (c *Consumer[K, V]) bind(cl *kgo.Client, keys, values any, group bool, f follow) {
+	k, _ := keys.(Deserializer[K])
+	v, _ := values.(Deserializer[V])
+	c.init(cl, k, v, group)
+	c.withFollow(f)
 }
 
-// WithFollow makes c react to cluster changes as f says. The factory calls
-// it before c is used.
-func (c *Consumer[K, V]) WithFollow(f Follow) *Consumer[K, V] {
+// withFollow makes c react to cluster changes as f says, before c is used.
+func (c *Consumer[K, V]) withFollow(f follow) *Consumer[K, V] {
 	c.auth.watch = f.Auth
 	if f.Watch != nil {
 		c.cancel = f.Watch.OnChange(func() { c.followChange(f) })
@@ -163,7 +163,7 @@ func (c *Consumer[K, V]) WithFollow(f Follow) *Consumer[K, V] {
 	return c
 }
 
-func (c *Consumer[K, V]) followChange(f Follow) {
+func (c *Consumer[K, V]) followChange(f follow) {
 	if f.Pinned {
 		// Nothing of the pinned cluster is reachable any more: close the
 		// client, which also wakes a Poll that waits for records.
@@ -213,12 +213,19 @@ func (c *Consumer[K, V]) client() (*kgo.Client, error) {
 	return c.cl, c.changed
 }
 
-// New wraps cl, a client made by a factory; group says whether it consumes
-// in a group. Most users call factory.NewConsumer.
-func New[K, V any](cl *kgo.Client, keys Deserializer[K], values Deserializer[V], group bool) *Consumer[K, V] {
-	_, kb := any(keys).(bytesDeserializer)
-	_, vb := any(values).(bytesDeserializer)
-	return &Consumer[K, V]{cl: cl, keys: keys, values: values, group: group, keyBytes: kb, valueBytes: vb}
+// newConsumer wraps cl; group says whether it consumes in a group.
+func newConsumer[K, V any](cl *kgo.Client, keys Deserializer[K], values Deserializer[V], group bool) *Consumer[K, V] {
+	c := new(Consumer[K, V])
+	c.init(cl, keys, values, group)
+	return c
+}
+
+func (c *Consumer[K, V]) init(cl *kgo.Client, keys Deserializer[K], values Deserializer[V], group bool) {
+	c.cl, c.keys, c.values, c.group = cl, keys, values, group
+	// Bytes() is a Deserializer[[]byte]: the record's slice is taken as
+	// it is (see keyBytes).
+	_, c.keyBytes = any(keys).(bytesDeserializer)
+	_, c.valueBytes = any(values).(bytesDeserializer)
 }
 
 // Kgo returns the underlying franz-go client.

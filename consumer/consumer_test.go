@@ -47,7 +47,7 @@ func TestPollFollowsClientSwap(t *testing.T) {
 	require.NoError(t, err)
 	w := &manualWatch{}
 	made := 0
-	c := New(cl, String(), String(), false).WithFollow(Follow{Watch: w, NewClient: func() (*kgo.Client, error) {
+	c := newConsumer(cl, String(), String(), false).withFollow(follow{Watch: w, NewClient: func() (*kgo.Client, error) {
 		made++
 		return newClient()
 	}})
@@ -92,7 +92,7 @@ func TestCloseWaitsForRetiredClients(t *testing.T) {
 			first, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(blockClose{closing, release}))
 			require.NoError(t, err)
 			w := &manualWatch{}
-			c := New(first, String(), String(), false).WithFollow(Follow{
+			c := newConsumer(first, String(), String(), false).withFollow(follow{
 				Watch:   w,
 				Pinned:  pinned,
 				Changed: func() error { return errors.New("pinned cluster gone") },

@@ -20,7 +20,7 @@ func TestPausesFollowClientSwap(t *testing.T) {
 	cl, err := newClient()
 	require.NoError(t, err)
 	w := &manualWatch{}
-	c := New(cl, String(), String(), false).WithFollow(Follow{Watch: w, NewClient: newClient})
+	c := newConsumer(cl, String(), String(), false).withFollow(follow{Watch: w, NewClient: newClient})
 	defer c.Close()
 	require.Equal(t, []string{"u"}, c.PauseFetchTopics("u"))
 	c.PauseFetchPartitions(map[string][]int32{"t": {1}})
@@ -56,7 +56,7 @@ func TestRetireAllowsRebalance(t *testing.T) {
 	defer prod.Close()
 	require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("v")}).FirstErr())
 	w := &manualWatch{}
-	c := New(cl, String(), String(), true).WithFollow(Follow{Watch: w, NewClient: newClient})
+	c := newConsumer(cl, String(), String(), true).withFollow(follow{Watch: w, NewClient: newClient})
 	recs, err := c.Poll(ctx, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 1) // and no AllowRebalance on cl

@@ -101,7 +101,7 @@ func TestReadKeepsEveryField(t *testing.T) {
 	}
 	for name, read := range forms {
 		t.Run(name, func(t *testing.T) {
-			c := New[[]byte, []byte](nil, Bytes(), Bytes(), false)
+			c := newConsumer[[]byte, []byte](nil, Bytes(), Bytes(), false)
 			fs, order := fetched(10)
 			c.rest.reset(fs)
 			got := read(c)
@@ -117,7 +117,7 @@ func TestReadKeepsEveryField(t *testing.T) {
 // records of its poll it had not reached to the next read, which returns
 // them before polling again: none is lost.
 func TestRecordsBreakKeepsTheRest(t *testing.T) {
-	c := New[[]byte, []byte](nil, Bytes(), Bytes(), false)
+	c := newConsumer[[]byte, []byte](nil, Bytes(), Bytes(), false)
 	fs, order := fetched(10)
 	c.rest.reset(fs)
 	var first []int64
@@ -179,7 +179,7 @@ func TestDeserializeErrorsPerRecord(t *testing.T) {
 		require.Equal(t, wantBad, bad)
 	}
 	t.Run("Poll", func(t *testing.T) {
-		c := New(nil, String(), Deserializer[string](even), false)
+		c := newConsumer(nil, String(), Deserializer[string](even), false)
 		fs, _ := fetched(4)
 		c.rest.reset(fs)
 		recs, err := c.Poll(context.Background(), 0)
@@ -187,7 +187,7 @@ func TestDeserializeErrorsPerRecord(t *testing.T) {
 		check(t, recs, err.(interface{ Unwrap() []error }).Unwrap())
 	})
 	t.Run("Records", func(t *testing.T) {
-		c := New(nil, String(), Deserializer[string](even), false)
+		c := newConsumer(nil, String(), Deserializer[string](even), false)
 		fs, _ := fetched(4)
 		c.rest.reset(fs)
 		var good []Record[string, string]
@@ -212,7 +212,7 @@ func TestDeserializeErrorsPerRecord(t *testing.T) {
 // as many for 1000 records as for 10.
 func TestReadAllocatesNothingPerRecord(t *testing.T) {
 	ctx := context.Background()
-	c := New[[]byte, []byte](nil, Bytes(), Bytes(), false)
+	c := newConsumer[[]byte, []byte](nil, Bytes(), Bytes(), false)
 	dst := make([]Record[[]byte, []byte], 0, 1000)
 	var sum int64
 	forms := map[string]func(fs kgo.Fetches, n int){
@@ -279,7 +279,7 @@ func TestRecordsOnACluster(t *testing.T) {
 	newConsumer := func() *Consumer[string, string] {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(tagRecords{}))
 		require.NoError(t, err)
-		c := New(cl, String(), String(), false)
+		c := newConsumer(cl, String(), String(), false)
 		require.NoError(t, c.Assign(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
 		return c
 	}

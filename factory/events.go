@@ -154,7 +154,7 @@ func (w *wireObserver) OnInconsistentMetadata(addr string, key int16, sent, at i
 	w.cfg().emit(Event{Kind: EventInconsistentMetadata, Addr: addr, APIKey: key, Sent: sent, BrokerAt: at})
 }
 
-// OnProduceInconsistentMetadata: see producer.Follow.InconsistentOn.
+// OnProduceInconsistentMetadata: see bridge.ProducerFollow.InconsistentOn.
 func (w *wireObserver) OnProduceInconsistentMetadata(topic string, partition int32) {
 	w.f.produceMarks.Mark(topic, partition)
 }

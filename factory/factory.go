@@ -25,6 +25,7 @@ import (
 	"github.com/kconsist/kconsist/admin"
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/internal/bridge"
 	"github.com/kconsist/kconsist/internal/cluster"
 	"github.com/kconsist/kconsist/internal/wire"
 	"github.com/kconsist/kconsist/producer"
@@ -50,7 +51,7 @@ type Factory struct {
 	// inconsistent counts INCONSISTENT_METADATA answers over all clients.
 	inconsistent atomic.Uint64
 	// produceMarks notes which produce partitions were answered so
-	// (producer.Follow.InconsistentOn).
+	// (bridge.ProducerFollow.InconsistentOn).
 	produceMarks wire.ProduceMarks
 	learnOnce    sync.Once
 	// emu makes tokens from KRaft offsets (ModeAuto, ModeEmulated);
@@ -68,7 +69,7 @@ type Factory struct {
 	// producers holds the franz-go client that producers of one
 	// configuration share (see NewProducer); pmu guards it.
 	pmu       sync.Mutex
-	producers map[producerKey]*producer.Shared
+	producers map[producerKey]bridge.ProducerClient
 }
 
 // New returns a factory whose clients share store; a nil store means a new
@@ -156,7 +157,9 @@ func (f *Factory) Admin(opts ...Opt) (*admin.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return admin.New(cl), nil
+	c := new(admin.Client)
+	bridge.InitAdmin(c, cl)
+	return c, nil
 }
 
 // NewProducer returns a producer of K keys and V values; opts apply on top
@@ -171,7 +174,7 @@ func (f *Factory) Admin(opts ...Opt) (*admin.Client, error) {
 // WithObserver given to NewProducer (which cannot be compared), give the
 // producer a client of its own, as does SeparateClient. Flush of a producer
 // waits for every record of its client, and Close of one leaves the client
-// open for the others; the last Close closes it (see producer.Shared).
+// open for the others; the last Close closes it (see producer.Producer).
 func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values producer.Serializer[V], opts ...Opt) (*producer.Producer[K, V], error) {
 	if keys == nil || values == nil {
 		return nil, fmt.Errorf("%w: NewProducer needs a key and a value serializer", ErrConfig)
@@ -191,8 +194,7 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 		if err != nil {
 			return nil, err
 		}
-		p, _ := producer.Attach(s, keys, values)
-		return p, nil
+		return attachProducer(s, keys, values), nil
 	}
 	// An option given to NewProducer may be invalid even where it leaves
 	// the configuration equal to a shared client's (Acks("maybe")).
@@ -205,17 +207,16 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 		if err != nil {
 			return nil, err
 		}
-		p, _ := producer.Attach(s, keys, values)
-		return p, nil
+		return attachProducer(s, keys, values), nil
 	}
 	f.pmu.Lock()
 	defer f.pmu.Unlock()
 	if s := f.producers[key]; s != nil {
-		if p, ok := producer.Attach(s, keys, values); ok {
+		if p := new(producer.Producer[K, V]); s.Attach(p, keys, values) {
 			return p, nil
 		}
 	}
-	var s *producer.Shared
+	var s bridge.ProducerClient
 	s, err = f.newProducerClient(cfg, opts, func() {
 		f.pmu.Lock()
 		if f.producers[key] == s {
@@ -227,22 +228,29 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 		return nil, err
 	}
 	if f.producers == nil {
-		f.producers = map[producerKey]*producer.Shared{}
+		f.producers = map[producerKey]bridge.ProducerClient{}
 	}
 	f.producers[key] = s
-	p, _ := producer.Attach(s, keys, values)
-	return p, nil
+	return attachProducer(s, keys, values), nil
+}
+
+// attachProducer attaches a new producer to s, which no producer released
+// yet: s was just made, or f.pmu is held since it was found attachable.
+func attachProducer[K, V any](s bridge.ProducerClient, keys producer.Serializer[K], values producer.Serializer[V]) *producer.Producer[K, V] {
+	p := new(producer.Producer[K, V])
+	s.Attach(p, keys, values)
+	return p
 }
 
 // newProducerClient makes the franz-go client of producers with settings
 // cfg (opts on top of the factory's); released, if not nil, is called when
 // the last producer on it closes. f.life is held shared.
-func (f *Factory) newProducerClient(cfg config, opts []Opt, released func()) (*producer.Shared, error) {
+func (f *Factory) newProducerClient(cfg config, opts []Opt, released func()) (bridge.ProducerClient, error) {
 	cl, err := f.build(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
-	return producer.NewShared(cl, producer.Follow{
+	return bridge.NewProducerClient(cl, bridge.ProducerFollow{
 		Watch:  f.watcher,
 		Pinned: cfg.pin != "",
 		Changed: func() error {
@@ -285,7 +293,8 @@ func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values con
 	if err != nil {
 		return nil, err
 	}
-	return consumer.New(cl, keys, values, cfg.groupID != "").WithFollow(consumer.Follow{
+	c := new(consumer.Consumer[K, V])
+	bridge.InitConsumer(c, cl, keys, values, cfg.groupID != "", bridge.ConsumerFollow{
 		Watch:  f.watcher,
 		Pinned: cfg.pin != "",
 		Changed: func() error {
@@ -296,7 +305,8 @@ func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values con
 			return cl, err
 		},
 		Auth: f.authWatch(cfg),
-	}), nil
+	})
+	return c, nil
 }
 
 // KgoClient returns a bare franz-go client that shares the factory's store,
@@ -861,8 +871,9 @@ func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 // client with settings cfg, or nil when the watcher's probes, made with the
 // factory's base settings, say nothing about it: a client with its own
 // bootstrap servers, credentials or TLS settings. (A kgo.SASL or dialer in
-// KgoOpts is not compared.)
-func (f *Factory) authWatch(cfg config) authWatch {
+// KgoOpts is not compared.) An interface, so that "none" is a nil interface
+// and not a nil *cluster.Watcher.
+func (f *Factory) authWatch(cfg config) bridge.AuthWatch {
 	b := &f.base
 	if cfg.secProt != b.secProt || cfg.sasl != b.sasl || cfg.tls != b.tls ||
 		cfg.sslCA != b.sslCA || cfg.sslCert != b.sslCert || cfg.sslKey != b.sslKey || cfg.sslKeystore != b.sslKeystore ||
@@ -870,14 +881,6 @@ func (f *Factory) authWatch(cfg config) authWatch {
 		return nil
 	}
 	return f.watcher
-}
-
-// authWatch is what producers and consumers ask about authentication
-// failures (producer.AuthWatch, consumer.AuthWatch). An interface, so that
-// "none" is a nil interface and not a nil *cluster.Watcher.
-type authWatch interface {
-	AuthFailure() error
-	OnAuthFailure(fn func(error)) (cancel func())
 }
 
 // quietLogger passes franz-go's logs on at debug level at most: for the

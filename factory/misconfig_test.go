@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/internal/bridge"
 	"github.com/kconsist/kconsist/internal/wire"
 	"github.com/kconsist/kconsist/producer"
 )
@@ -224,6 +225,6 @@ func TestAuthWatchOnlyForBaseSecurity(t *testing.T) {
 	require.Nil(t, f.authWatch(client(SASL("SCRAM-SHA-256", "u", "right"))))
 	require.Nil(t, f.authWatch(client(BootstrapServers("127.0.0.1:2"))))
 	require.Nil(t, f.authWatch(client(SecurityProtocol("SASL_SSL"))))
-	var w producer.AuthWatch = f.authWatch(client(SASL("PLAIN", "u", "p")))
+	var w bridge.AuthWatch = f.authWatch(client(SASL("PLAIN", "u", "p")))
 	require.Nil(t, w, "a nil watch must be a nil interface")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist/internal/bridge"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -132,18 +133,21 @@ func NewGroupTransactSession[K, V any](f *Factory, keys producer.Serializer[K], 
 	}
 	extra := []kgo.Opt{
 		kgo.ConsumeTopics(topics...),
+		// No kgo.RequireStableFetchOffsets: kgo now always asks for stable
+		// offsets in a group, and the option is a deprecated no-op.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 	}
 	if _, err := f.build(cfg, extra); err != nil {
 		return nil, err
 	}
-	return producer.NewGroupTransactSession(sess, keys, values, producer.Follow{
+	gs := new(producer.GroupTransactSession[K, V])
+	bridge.InitGroupTransactSession(gs, sess, keys, values, bridge.ProducerFollow{
 		Watch:          f.watcher,
 		Cluster:        f.watcher.Cluster,
 		Inconsistent:   f.produceMarks.Clock,
 		InconsistentOn: f.produceMarks.At,
 		TopicHeldAt:    f.produceMarks.TopicHeldAt,
 		Auth:           f.authWatch(cfg),
-	}), nil
+	})
+	return gs, nil
 }

@@ -7,31 +7,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// AuthWatch reports authentication and TLS failures; the factory provides
-// it for producers whose security settings are its own.
+// AuthError is returned for a record that failed because the cluster
+// refuses the producer's credentials or TLS settings. It unwraps to the
+// cause, so errors.Is(err, kerr.SaslAuthenticationFailed) or errors.As into
+// an x509 error work on it.
 //
 // franz-go retries a connection that fails SASL or certificate checks as
 // it would a broker that is down, so records wait until their delivery
 // timeout and fail with ErrRecordTimeout, the cause only in the logs. The
 // Java client fails the send at once with SaslAuthenticationException or
-// SslAuthenticationException; a producer with an AuthWatch does the same:
-// records buffered when the failure is found fail with it, and records
-// produced while it holds fail at once, without reaching the client. The
-// watch checks again now and then, and records go through once the
-// cluster accepts the client.
-type AuthWatch interface {
-	// AuthFailure returns the failure that holds now, or nil. It is
-	// called for every record and must be cheap when nil.
-	AuthFailure() error
-	// OnAuthFailure calls fn each time a failure is found, until cancel;
-	// fn must not block.
-	OnAuthFailure(fn func(error)) (cancel func())
-}
-
-// AuthError is returned for a record that failed because the cluster
-// refuses the producer's credentials or TLS settings. It unwraps to the
-// cause, so errors.Is(err, kerr.SaslAuthenticationFailed) or errors.As into
-// an x509 error work on it.
+// SslAuthenticationException; a producer of a factory whose security
+// settings are its own does the same: records buffered when the failure is
+// found fail with it, and records produced while it holds fail at once,
+// without reaching the client. The factory checks again now and then, and
+// records go through once the cluster accepts the client.
 type AuthError struct {
 	Topic string
 	Err   error // the authentication or TLS failure
@@ -53,7 +42,7 @@ func (e *AuthError) Unwrap() []error {
 	return []error{e.Err, e.Gave}
 }
 
-// authState is a producer's side of Follow.Auth.
+// authState is a producer's side of follow.Auth.
 type authState struct {
 	cancel func() // ends the subscription
 	// aborting is set (under engine.omu) while buffered records are
@@ -62,7 +51,7 @@ type authState struct {
 }
 
 // watchAuth subscribes e to a's failures.
-func (e *engine) watchAuth(a AuthWatch) {
+func (e *engine) watchAuth(a authWatch) {
 	if a != nil {
 		e.auth.cancel = a.OnAuthFailure(e.authFailed)
 	}

@@ -148,7 +148,7 @@ func compareProduce(b *testing.B, value []byte, newClient func(*testing.B) *kgo.
 		}, cl.Flush)
 	})
 	b.Run("producer", func(b *testing.B) {
-		p := New(newClient(b), Bytes(), Bytes())
+		p := newProducer(newClient(b), Bytes(), Bytes())
 		run(b, func(ctx context.Context, done func(error)) {
 			if err := p.ProduceAsync(ctx, Record[[]byte, []byte]{Topic: "t", Value: value}, func(_ Result, err error) { done(err) }); err != nil {
 				done(err)
@@ -176,7 +176,7 @@ func BenchmarkProduceSync(b *testing.B) {
 		}
 	})
 	b.Run("producer", func(b *testing.B) {
-		p := New(benchClient(b, value), Bytes(), Bytes())
+		p := newProducer(benchClient(b, value), Bytes(), Bytes())
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {

@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/bridge"
 )
 
 // ErrSerialize wraps every serialization error.
@@ -59,81 +60,40 @@ type Result struct {
 	Timestamp time.Time
 }
 
-// ClusterWatch tells a producer when the cluster behind its bootstrap
-// servers changed. The factory provides it.
-type ClusterWatch interface {
-	// Generation counts the cluster changes seen so far.
-	Generation() uint64
-	// Settle waits for cluster checks in flight and returns the
-	// generation then.
-	Settle(ctx context.Context) uint64
-	// Check starts a check of which cluster the bootstrap servers name
-	// (Settle waits for it); rebootstrapped is false when no rebootstrap
-	// prompted it.
-	Check(rebootstrapped bool)
-	// OnChange calls fn after each cluster change, until cancel.
-	OnChange(fn func()) (cancel func())
-}
+// follow, clusterWatch and authWatch are how the factory tells a producer
+// about cluster changes and credential failures (see internal/bridge).
+type (
+	follow       = bridge.ProducerFollow
+	clusterWatch = bridge.ClusterWatch
+	authWatch    = bridge.AuthWatch
+)
 
-// Follow configures how a producer reacts to cluster changes; the factory
-// sets it.
-type Follow struct {
-	Watch ClusterWatch
-	// Pinned producers fail records with Changed() instead of following.
-	Pinned  bool
-	Changed func() error
-	// Refuse, for a pinned producer, returns the error to fail records
-	// with while the bootstrap servers name another cluster than the
-	// pinned one, and nil while they name the pinned one. It is asked
-	// after each cluster change: from then on, records fail at once
-	// instead of waiting in a client that cannot deliver them. Nil: a
-	// pinned producer fails only the records its client gives back.
-	Refuse func() error
-	// Recheck is how often, at most, a producer refusing records asks
-	// Watch to check the bootstrap servers again (so that it notices
-	// the pinned cluster coming back); 1s if zero.
-	Recheck time.Duration
-	// NewClient makes the client that takes over after a change.
-	NewClient func() (*kgo.Client, error)
-	// Inconsistent and InconsistentOn tell which failures brokers behind
-	// the token caused. Inconsistent is a clock that moves on each
-	// INCONSISTENT_METADATA answer; InconsistentOn is the clock's value at
-	// the last such answer for one partition (0 for none). A record that
-	// fails after its own partition was answered so while the record was
-	// in flight failed because brokers stayed behind the token, whatever
-	// error franz-go gave up with; an answer for another partition says
-	// nothing about it. A record that timed out (ErrRecordTimeout) while
-	// any request was answered so may have waited on it (its metadata,
-	// its producer id) and is reported so too. Either may be nil: no
-	// failure is then attributed.
-	Inconsistent func() uint64
-	// TopicHeldAt returns when a Metadata answer for the topic last came
-	// back INCONSISTENT_METADATA (zero for never): a record that timed out
-	// while its topic's metadata was held back never had a partition to
-	// go to. May be nil.
-	TopicHeldAt    func(topic string) time.Time
-	InconsistentOn func(topic string, partition int32) uint64
-	// Auth, when not nil, tells when the cluster refuses the producer's
-	// credentials or TLS settings: records then fail with the cause (see
-	// AuthWatch) instead of waiting for their delivery timeout.
-	Auth AuthWatch
-	// Cluster, when not nil, returns the cluster the bootstrap servers
-	// name now: a transaction that a cluster change cut short reports the
-	// cluster it began on and this one (see BeginTransaction).
-	Cluster func() string
-	// Released, when not nil, is called once, when the last producer
-	// attached to the shared client begins to close it (see Shared): from
-	// then on Attach refuses it, and the factory forgets it.
-	Released func()
+func init() {
+	bridge.NewProducerClient = func(cl *kgo.Client, f follow) bridge.ProducerClient {
+		return newShared(cl, f)
+	}
+	bridge.InitGroupTransactSession = func(dst any, s *kgo.GroupTransactSession, keys, values any, f follow) {
+		dst.(interface {
+			initSession(*kgo.GroupTransactSession, any, any, follow)
+		}).initSession(s, keys, values, f)
+	}
 }
 
 // Producer produces records with K keys and V values. It is safe for
-// concurrent use.
+// concurrent use. Make one with factory.NewProducer; the zero value is not
+// usable.
 //
 // Producers made by one factory with the same settings share one franz-go
 // client, whatever their key and value types: one producer id, one set of
-// connections, one buffer, as franz-go means a client to be used (see
-// [Shared] for Flush and Close on a shared client).
+// connections, one buffer, as franz-go means a client to be used.
+//
+// Flush and Close on a shared client work as franz-go's do on a client
+// shared by goroutines: Flush of any of the producers waits for every
+// record buffered in the client, the other producers' included. Close of a
+// producer flushes the same way (bounded by its context) and then fails
+// that producer's later records with kgo.ErrClientClosed; the client stays
+// open for the others. Close of the last one closes the client, as Close
+// of an unshared producer does.
 type Producer[K, V any] struct {
 	keys   Serializer[K]
 	values Serializer[V]
@@ -148,47 +108,44 @@ type Producer[K, V any] struct {
 	closed atomic.Bool
 }
 
-// Shared is the part of a producer that does not depend on its key and value
-// types: a franz-go client, the outcome queue, and how the client follows
-// cluster changes. Typed producers attached to one Shared (factory.NewProducer
-// attaches every producer of one configuration to one) share its client: one
-// producer id, one set of connections, one buffer.
-//
-// Flush and Close on a shared client work as franz-go's do on a client
-// shared by goroutines: Flush of any of the producers waits for every
-// record buffered in the client, the other producers' included. Close of a
-// producer flushes the same way (bounded by its context) and then fails
-// that producer's later records with kgo.ErrClientClosed; the client stays
-// open for the others. Close of the last one closes the client, as Close
-// of an unshared producer does.
-type Shared struct{ e *engine }
-
-// NewShared makes cl, a client made by a factory, a shared producer client
-// that follows cluster changes as f says. Typed producers are attached to
-// it with Attach. Most users call factory.NewProducer.
-func NewShared(cl *kgo.Client, f Follow) *Shared {
+// newShared makes cl a producer client, following cluster changes as f
+// says, that typed producers attach to.
+func newShared(cl *kgo.Client, f follow) *engine {
 	e := newEngine(cl)
 	e.withFollow(f)
-	return &Shared{e: e}
+	return e
 }
 
-// Attach returns a producer of K keys and V values on s's client. It
-// returns false once the last producer of s began to close, which closes
-// the client: make a new Shared then.
-func Attach[K, V any](s *Shared, keys Serializer[K], values Serializer[V]) (*Producer[K, V], bool) {
-	if !s.e.attach() {
-		return nil, false
+// Attach implements bridge.ProducerClient: dst is a new *Producer[K, V].
+func (e *engine) Attach(dst, keys, values any) bool {
+	p := dst.(interface{ bind(*engine, any, any) })
+	if !e.attach() {
+		return false
 	}
-	return newView(s.e, keys, values), true
+	p.bind(e, keys, values)
+	return true
+}
+
+// bind makes p a producer on e; keys and values are its Serializer[K] and
+// Serializer[V] (nil stays nil, as a nil serializer given to the factory).
+func (p *Producer[K, V]) bind(e *engine, keys, values any) {
+	k, _ := keys.(Serializer[K])
+	v, _ := values.(Serializer[V])
+	p.init(e, k, v)
 }
 
 func newView[K, V any](e *engine, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
-	p := &Producer[K, V]{keys: keys, values: values, e: e}
+	p := new(Producer[K, V])
+	p.init(e, keys, values)
+	return p
+}
+
+func (p *Producer[K, V]) init(e *engine, keys Serializer[K], values Serializer[V]) {
+	p.keys, p.values, p.e = keys, values, e
 	// A serializer of type bytesSerializer is a Serializer[[]byte]: K
 	// (V) is then []byte itself (see prepare).
 	_, p.rawKeys = any(keys).(bytesSerializer)
 	_, p.rawValues = any(values).(bytesSerializer)
-	return p
 }
 
 // engine is what a producer does with a serialized record: give it to the
@@ -196,7 +153,7 @@ func newView[K, V any](e *engine, keys Serializer[K], values Serializer[V]) *Pro
 // depend on K and V, so its per-record methods are plain functions, called
 // without the dictionary a generic method takes.
 type engine struct {
-	follow Follow
+	follow follow
 
 	// views counts the producers attached and not closed; released is
 	// set when it dropped to zero: the client is being closed, and no
@@ -214,7 +171,7 @@ type engine struct {
 	auth   authState
 	closed atomic.Bool // Close began: no new client
 	// refused is set while a pinned producer's cluster is gone from
-	// behind the bootstrap servers (Follow.Refuse): records fail at once.
+	// behind the bootstrap servers (follow.Refuse): records fail at once.
 	refused atomic.Pointer[ClusterChangedError]
 	// lastRecheck is when (UnixNano) a refused record last asked for a
 	// check.
@@ -331,9 +288,8 @@ func recordHooks(cl *kgo.Client) bool {
 	return false
 }
 
-// New wraps cl, a client made by a factory, in a producer that is the only
-// one on it. Most users call factory.NewProducer.
-func New[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
+// newProducer wraps cl in a producer that is the only one on it.
+func newProducer[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
 	e := newEngine(cl)
 	e.attach()
 	return newView(e, keys, values)
@@ -380,19 +336,18 @@ func (e *engine) isReleased() bool {
 	return e.released
 }
 
-// WithFollow makes p react to cluster changes as f says. The factory calls
-// it before p is used.
+// withFollow makes p react to cluster changes as f says, before p is used.
 //
 // A pinned producer whose client cannot reach its cluster any more would
 // keep records buffered until their delivery timeout (franz-go's default
 // has none): on a change it purges its topics from the client, which fails
 // the records at once, and they are reported as ClusterChangedError.
-func (p *Producer[K, V]) WithFollow(f Follow) *Producer[K, V] {
+func (p *Producer[K, V]) withFollow(f follow) *Producer[K, V] {
 	p.e.withFollow(f)
 	return p
 }
 
-func (e *engine) withFollow(f Follow) {
+func (e *engine) withFollow(f follow) {
 	e.follow = f
 	if f.Watch != nil {
 		c := e.cur.Load()
@@ -457,7 +412,7 @@ func (e *engine) failBuffered() {
 }
 
 // Kgo returns the current underlying franz-go client. Producers that share
-// it (see Shared) return the same one; close the producers, not it.
+// it (see Producer) return the same one; close the producers, not it.
 func (p *Producer[K, V]) Kgo() *kgo.Client {
 	return p.e.cur.Load().cl
 }
@@ -1055,7 +1010,7 @@ func closeClient(cl *kgo.Client) {
 }
 
 // Flush waits until every record produced so far is acknowledged or failed:
-// on a shared client (see Shared), the records of every producer sharing
+// on a shared client (see Producer), the records of every producer sharing
 // it, as with franz-go's Flush.
 func (p *Producer[K, V]) Flush(ctx context.Context) error { return p.e.flush(ctx) }
 
@@ -1082,7 +1037,7 @@ func (e *engine) flush(ctx context.Context) error {
 // given afterwards fail with kgo.ErrClientClosed.
 //
 // Close of the last producer on a client (the only one, unless it is
-// shared: see Shared) closes the client. Records still buffered when ctx
+// shared: see Producer) closes the client. Records still buffered when ctx
 // ends fail with an error. When Close returns nil, no record is sent any
 // more, not even one a cluster change would have sent again, and every
 // done callback has run. When ctx ends first, Close returns its error at

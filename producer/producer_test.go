@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// slowWatch is a ClusterWatch whose verdict comes when the test says so.
+// slowWatch is a clusterWatch whose verdict comes when the test says so.
 type slowWatch struct {
 	release chan struct{}
 	gen     atomic.Uint64
@@ -57,7 +57,7 @@ func TestFlushWaitsForFailedRecords(t *testing.T) {
 	require.NoError(t, err)
 	w := &slowWatch{release: make(chan struct{})}
 	var newClients atomic.Int32
-	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
+	p := newProducer(cl, Bytes(), Bytes()).withFollow(follow{
 		Watch:     w,
 		NewClient: countedClients(seeds, &newClients),
 	})
@@ -99,7 +99,7 @@ func TestRecordContextIsCallers(t *testing.T) {
 	h := bufferedHook{seen: make(chan any, 2)}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.WithHooks(h))
 	require.NoError(t, err)
-	p := New(cl, Bytes(), Bytes())
+	p := newProducer(cl, Bytes(), Bytes())
 	defer p.Close(context.Background())
 
 	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
@@ -138,7 +138,7 @@ func TestHookReplacesRecordContext(t *testing.T) {
 	seeds := fakeSeeds(t, 1)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.WithHooks(spanHook{}))
 	require.NoError(t, err)
-	p := New(cl, String(), String())
+	p := newProducer(cl, String(), String())
 	defer p.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -175,7 +175,7 @@ func TestFailureUsesCallersContext(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerBatchMaxBytes(1000), kgo.WithHooks(cancelHook{}))
 	require.NoError(t, err)
 	w := settledWatch()
-	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
+	p := newProducer(cl, Bytes(), Bytes()).withFollow(follow{
 		Watch:     w,
 		NewClient: func() (*kgo.Client, error) { return kgo.NewClient(kgo.SeedBrokers(seeds...)) },
 	})
@@ -219,7 +219,7 @@ func TestRecordMovesToHookedClient(t *testing.T) {
 	require.False(t, recordHooks(cl))
 	var kept, lost atomic.Int32
 	w := settledWatch()
-	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
+	p := newProducer(cl, Bytes(), Bytes()).withFollow(follow{
 		Watch: w,
 		NewClient: func() (*kgo.Client, error) {
 			return kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.WithHooks(seeHook{&kept, &lost}))
@@ -253,7 +253,7 @@ func TestHookedFailureWithoutChange(t *testing.T) {
 	require.NoError(t, err)
 	w := settledWatch()
 	var made atomic.Int32
-	p := New(cl, Bytes(), Bytes()).WithFollow(Follow{
+	p := newProducer(cl, Bytes(), Bytes()).withFollow(follow{
 		Watch:     w,
 		NewClient: countedClients(seeds, &made),
 	})
@@ -278,7 +278,7 @@ func TestCallbacksGetTheirOwnRecord(t *testing.T) {
 	seeds := fakeSeeds(t, 3)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerLinger(0))
 	require.NoError(t, err)
-	p := New(cl, String(), String())
+	p := newProducer(cl, String(), String())
 	defer p.Close(context.Background())
 
 	const n = 3000
@@ -331,14 +331,14 @@ func TestNilContext(t *testing.T) {
 	seeds := fakeSeeds(t, 1)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	require.NoError(t, err)
-	p := New(cl, String(), String())
+	p := newProducer(cl, String(), String())
 	defer p.Close(context.Background())
 	//lint:ignore SA1012 Produce must tolerate a nil context; this test passes one on purpose.
 	_, err = p.Produce(nil, Record[string, string]{Topic: "t", Value: "v"})
 	require.NoError(t, err)
 }
 
-// countedClients makes plain clients of seeds for a Follow and counts them
+// countedClients makes plain clients of seeds for a follow and counts them
 // in n.
 func countedClients(seeds []string, n *atomic.Int32) func() (*kgo.Client, error) {
 	return func() (*kgo.Client, error) {
@@ -358,9 +358,9 @@ func TestByteSerializers(t *testing.T) {
 		return append([]byte("x-"), v...), nil
 	})
 	for _, p := range []*Producer[[]byte, []byte]{
-		New(mustClient(t, seeds), Bytes(), Bytes()),
-		New(mustClient(t, seeds), prefixed, Bytes()),
-		New(mustClient(t, seeds), Bytes(), prefixed),
+		newProducer(mustClient(t, seeds), Bytes(), Bytes()),
+		newProducer(mustClient(t, seeds), prefixed, Bytes()),
+		newProducer(mustClient(t, seeds), Bytes(), prefixed),
 	} {
 		_, err := p.Produce(ctx, Record[[]byte, []byte]{Topic: "t", Key: []byte("k"), Value: []byte("v")})
 		require.NoError(t, err)
@@ -370,7 +370,7 @@ func TestByteSerializers(t *testing.T) {
 	}
 	// Only Bytes() itself is taken without a call: a serializer that
 	// wraps it, or another type, is called.
-	fast := New(mustClient(t, seeds), Bytes(), prefixed)
+	fast := newProducer(mustClient(t, seeds), Bytes(), prefixed)
 	require.True(t, fast.rawKeys)
 	require.False(t, fast.rawValues)
 	require.NoError(t, fast.Close(ctx))

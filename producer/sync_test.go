@@ -35,7 +35,7 @@ func TestSyncProduceDoesNotLinger(t *testing.T) {
 			cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ProducerLinger(5 * time.Second),
 				kgo.RecordPartitioner(kgo.ManualPartitioner())}, tc.opts...)...)
 			require.NoError(t, err)
-			p := New(cl, String(), String())
+			p := newProducer(cl, String(), String())
 			defer p.Close(context.Background())
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -83,7 +83,7 @@ func TestProduceSyncSerializeError(t *testing.T) {
 		}
 		return []byte(v), nil
 	})
-	p := New(mustClient(t, seeds), String(), values)
+	p := newProducer(mustClient(t, seeds), String(), values)
 	defer p.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -290,38 +290,36 @@ func (e *engine) closeTxn() {
 type GroupTransactSession[K, V any] struct {
 	s     *kgo.GroupTransactSession
 	p     *Producer[K, V]
-	watch ClusterWatch
+	watch clusterWatch
 	gen   uint64 // the generation the session began in
 	// changed is set once the cluster changed: the session is over.
 	changed atomic.Pointer[ClusterChangedError]
 	cancel  func()
 }
 
-// NewGroupTransactSession wraps s, whose client a factory made, in a
-// session producing with keys and values; f's Watch and Cluster tell it
-// about cluster changes (it never follows one), Auth and the INCONSISTENT_
-// METADATA clocks work as for a producer. Most users call
-// factory.NewGroupTransactSession.
-func NewGroupTransactSession[K, V any](s *kgo.GroupTransactSession, keys Serializer[K], values Serializer[V], f Follow) *GroupTransactSession[K, V] {
+// initSession makes gs a session on s producing with keys and values (its
+// Serializer[K] and Serializer[V]; see bridge.InitGroupTransactSession).
+func (gs *GroupTransactSession[K, V]) initSession(s *kgo.GroupTransactSession, keys, values any, f follow) {
+	k, _ := keys.(Serializer[K])
+	v, _ := values.(Serializer[V])
 	e := newEngine(s.Client())
 	e.attach()
-	gs := &GroupTransactSession[K, V]{s: s, watch: f.Watch}
+	gs.s, gs.watch = s, f.Watch
 	// The engine keeps the session's client whatever happens: the session
 	// watches for changes itself.
-	e.withFollow(Follow{
+	e.withFollow(follow{
 		Cluster:        f.Cluster,
 		Inconsistent:   f.Inconsistent,
 		InconsistentOn: f.InconsistentOn,
 		TopicHeldAt:    f.TopicHeldAt,
 		Auth:           f.Auth,
 	})
-	gs.p = newView(e, keys, values)
+	gs.p = newView(e, k, v)
 	if f.Watch != nil {
 		gs.gen = f.Watch.Generation()
 		gs.cancel = f.Watch.OnChange(func() { gs.fail() })
 	}
 	e.txn.noteCluster(f.Cluster)
-	return gs
 }
 
 // fail ends the session: the cluster changed.
@@ -334,23 +332,37 @@ func (s *GroupTransactSession[K, V]) fail() *ClusterChangedError {
 	return s.changed.Load()
 }
 
-// failed reports the cluster change that ended the session, waiting for any
-// check in flight when ctx is not nil.
+// failed reports the cluster change that ended the session, after waiting
+// (bounded by ctx) for any check in flight.
 func (s *GroupTransactSession[K, V]) failed(ctx context.Context) error {
-	if c := s.changed.Load(); c != nil {
-		return c
+	if c := s.changed.Load(); c != nil || s.watch == nil {
+		return nilIfNone(c)
 	}
-	if s.watch == nil {
-		return nil
+	return s.failedIn(s.watch.Settle(ctx))
+}
+
+// failedNow is failed without waiting for checks in flight.
+func (s *GroupTransactSession[K, V]) failedNow() error {
+	if c := s.changed.Load(); c != nil || s.watch == nil {
+		return nilIfNone(c)
 	}
-	gen := s.watch.Generation()
-	if ctx != nil {
-		gen = s.watch.Settle(ctx)
-	}
+	return s.failedIn(s.watch.Generation())
+}
+
+// failedIn ends the session if gen is not the generation it began in.
+func (s *GroupTransactSession[K, V]) failedIn(gen uint64) error {
 	if gen != s.gen {
 		return s.fail()
 	}
 	return nil
+}
+
+// nilIfNone keeps a nil *ClusterChangedError from becoming a non-nil error.
+func nilIfNone(c *ClusterChangedError) error {
+	if c == nil {
+		return nil
+	}
+	return c
 }
 
 // PollFetches polls as kgo.GroupTransactSession.PollFetches does; once the
@@ -362,11 +374,11 @@ func (s *GroupTransactSession[K, V]) PollFetches(ctx context.Context) kgo.Fetche
 
 // PollRecords is PollFetches returning at most max records (0: no limit).
 func (s *GroupTransactSession[K, V]) PollRecords(ctx context.Context, max int) kgo.Fetches {
-	if err := s.failed(nil); err != nil {
+	if err := s.failedNow(); err != nil {
 		return kgo.NewErrFetch(err)
 	}
 	fs := s.s.PollRecords(ctx, max)
-	if err := s.failed(nil); err != nil {
+	if err := s.failedNow(); err != nil {
 		// Records polled from another cluster's group: not to be used.
 		return kgo.NewErrFetch(err)
 	}
@@ -375,7 +387,7 @@ func (s *GroupTransactSession[K, V]) PollRecords(ctx context.Context, max int) k
 
 // Begin begins a transaction; see kgo.GroupTransactSession.Begin.
 func (s *GroupTransactSession[K, V]) Begin() error {
-	if err := s.failed(nil); err != nil {
+	if err := s.failedNow(); err != nil {
 		return err
 	}
 	if err := s.p.e.authRefusal(""); err != nil {

@@ -1,0 +1,168 @@
+// Package bridge is how package factory builds producers, consumers and
+// admin clients without those packages exporting constructors that would
+// let users make a client without the factory's guarantee.
+//
+// Each of producer, consumer and admin sets its hooks below in an init
+// function; factory imports them, so the hooks are set before any factory
+// code runs. Generic types cannot be built through a function variable, so
+// the factory allocates the zero value (new(producer.Producer[K, V])) and
+// passes it as dst with the serializers as any; the owning package fills it
+// in, asserting the types it knows.
+package bridge
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Hooks set by package producer.
+var (
+	// NewProducerClient makes cl a producer client that follows cluster
+	// changes as f says; typed producers are attached to it with Attach.
+	NewProducerClient func(cl *kgo.Client, f ProducerFollow) ProducerClient
+	// InitGroupTransactSession makes dst, a new
+	// *producer.GroupTransactSession[K, V], a session on s producing with
+	// keys (a producer.Serializer[K]) and values (a producer.Serializer[V]).
+	// f's Watch and Cluster tell it about cluster changes (it never follows
+	// one); Auth and the INCONSISTENT_METADATA clocks work as for a producer.
+	InitGroupTransactSession func(dst any, s *kgo.GroupTransactSession, keys, values any, f ProducerFollow)
+)
+
+// Hooks set by package consumer.
+var (
+	// InitConsumer makes dst, a new *consumer.Consumer[K, V], a consumer on
+	// cl decoding with keys (a consumer.Deserializer[K]) and values (a
+	// consumer.Deserializer[V]); group says whether it consumes in a group.
+	// It follows cluster changes as f says.
+	InitConsumer func(dst any, cl *kgo.Client, keys, values any, group bool, f ConsumerFollow)
+)
+
+// Hooks set by package admin.
+var (
+	// InitAdmin makes dst, a new *admin.Client, an admin client on cl.
+	InitAdmin func(dst any, cl *kgo.Client)
+)
+
+// ProducerClient is a franz-go producer client that typed producers of any
+// key and value types share: one producer id, one set of connections, one
+// buffer.
+type ProducerClient interface {
+	// Attach makes dst, a new *producer.Producer[K, V], a producer on this
+	// client with keys (a producer.Serializer[K]) and values (a
+	// producer.Serializer[V]). It reports false, leaving dst alone, once the
+	// last producer attached began to close the client: make a new one
+	// then.
+	Attach(dst, keys, values any) bool
+}
+
+// ClusterWatch tells a client when the cluster behind its bootstrap servers
+// changed.
+type ClusterWatch interface {
+	// Generation counts the cluster changes seen so far.
+	Generation() uint64
+	// Settle waits for cluster checks in flight and returns the
+	// generation then.
+	Settle(ctx context.Context) uint64
+	// Check starts a check of which cluster the bootstrap servers name
+	// (Settle waits for it); rebootstrapped is false when no rebootstrap
+	// prompted it.
+	Check(rebootstrapped bool)
+	ChangeWatch
+}
+
+// ChangeWatch tells when the cluster behind the bootstrap servers changed.
+type ChangeWatch interface {
+	// OnChange calls fn after each cluster change, until cancel.
+	OnChange(fn func()) (cancel func())
+}
+
+// AuthWatch reports authentication and TLS failures, for clients whose
+// security settings are the factory's own.
+//
+// franz-go retries a connection that fails SASL or certificate checks as it
+// would a broker that is down, so records wait until their delivery timeout
+// and polls for their whole context, the cause only in the logs. The Java
+// clients fail at once with SaslAuthenticationException or
+// SslAuthenticationException; with an AuthWatch, producers fail records and
+// consumers' polls return with the cause as soon as it is found, and at once
+// while it holds. The watch checks again now and then, and clients work
+// again once the cluster accepts them.
+type AuthWatch interface {
+	// AuthFailure returns the failure that holds now, or nil. It is called
+	// for every record and poll and must be cheap when nil.
+	AuthFailure() error
+	// OnAuthFailure calls fn each time a failure is found, until cancel;
+	// fn must not block.
+	OnAuthFailure(fn func(error)) (cancel func())
+}
+
+// ProducerFollow configures how a producer reacts to cluster changes.
+type ProducerFollow struct {
+	Watch ClusterWatch
+	// Pinned producers fail records with Changed() instead of following.
+	Pinned  bool
+	Changed func() error
+	// Refuse, for a pinned producer, returns the error to fail records
+	// with while the bootstrap servers name another cluster than the
+	// pinned one, and nil while they name the pinned one. It is asked
+	// after each cluster change: from then on, records fail at once
+	// instead of waiting in a client that cannot deliver them. Nil: a
+	// pinned producer fails only the records its client gives back.
+	Refuse func() error
+	// Recheck is how often, at most, a producer refusing records asks
+	// Watch to check the bootstrap servers again (so that it notices
+	// the pinned cluster coming back); 1s if zero.
+	Recheck time.Duration
+	// NewClient makes the client that takes over after a change.
+	NewClient func() (*kgo.Client, error)
+	// Inconsistent and InconsistentOn tell which failures brokers behind
+	// the token caused. Inconsistent is a clock that moves on each
+	// INCONSISTENT_METADATA answer; InconsistentOn is the clock's value at
+	// the last such answer for one partition (0 for none). A record that
+	// fails after its own partition was answered so while the record was
+	// in flight failed because brokers stayed behind the token, whatever
+	// error franz-go gave up with; an answer for another partition says
+	// nothing about it. A record that timed out (ErrRecordTimeout) while
+	// any request was answered so may have waited on it (its metadata,
+	// its producer id) and is reported so too. Either may be nil: no
+	// failure is then attributed.
+	Inconsistent func() uint64
+	// TopicHeldAt returns when a Metadata answer for the topic last came
+	// back INCONSISTENT_METADATA (zero for never): a record that timed out
+	// while its topic's metadata was held back never had a partition to
+	// go to. May be nil.
+	TopicHeldAt    func(topic string) time.Time
+	InconsistentOn func(topic string, partition int32) uint64
+	// Auth, when not nil, tells when the cluster refuses the producer's
+	// credentials or TLS settings: records then fail with the cause
+	// instead of waiting for their delivery timeout.
+	Auth AuthWatch
+	// Cluster, when not nil, returns the cluster the bootstrap servers
+	// name now: a transaction that a cluster change cut short reports the
+	// cluster it began on and this one.
+	Cluster func() string
+	// Released, when not nil, is called once, when the last producer
+	// attached to a shared client begins to close it: from then on Attach
+	// refuses it, and the factory forgets it.
+	Released func()
+}
+
+// ConsumerFollow configures how a consumer reacts to a cluster change.
+type ConsumerFollow struct {
+	Watch ChangeWatch
+	// Pinned consumers stop: Poll returns Changed() from then on.
+	Pinned  bool
+	Changed func() error
+	// NewClient makes the client that takes over after a change: franz-go
+	// stops consuming a topic whose id changed, and offsets of one cluster
+	// mean nothing in another, so a consumer that follows starts afresh:
+	// in a group where auto.offset.reset says, and assigned partitions at
+	// the offsets first given to Assign.
+	NewClient func() (*kgo.Client, error)
+	// Auth, when not nil, tells when the cluster refuses the consumer's
+	// credentials or TLS settings: polls then return the cause instead of
+	// waiting for their context.
+	Auth AuthWatch
+}

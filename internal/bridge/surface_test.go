@@ -1,0 +1,134 @@
+package bridge
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestPublicSurface: producer, consumer and admin export only what users
+// call. The constructors and cluster-following plumbing the factory needs
+// go through this package; one exported again would let users build a
+// client without the factory's guarantee, and lead go doc with plumbing.
+func TestPublicSurface(t *testing.T) {
+	want := map[string][]string{
+		"producer": {
+			"AuthError", "AuthError.Error", "AuthError.Unwrap", "Bytes",
+			"ClusterChangedError", "ClusterChangedError.Error", "ClusterChangedError.Unwrap",
+			"ErrNotTransactional", "ErrSerialize",
+			"GroupTransactSession", "GroupTransactSession.AllowRebalance", "GroupTransactSession.Begin",
+			"GroupTransactSession.Close", "GroupTransactSession.End", "GroupTransactSession.Kgo",
+			"GroupTransactSession.PollFetches", "GroupTransactSession.PollRecords", "GroupTransactSession.Produce",
+			"GroupTransactSession.ProduceAsync", "GroupTransactSession.ProduceSync",
+			"Header", "JSON", "ProduceResult", "ProduceResults", "ProduceResults.FirstErr",
+			"Producer", "Producer.BeginTransaction", "Producer.Close", "Producer.EndTransaction", "Producer.Flush",
+			"Producer.Kgo", "Producer.Produce", "Producer.ProduceAsync", "Producer.ProduceSync",
+			"Record", "Result", "Serializer", "SerializerFunc", "SerializerFunc.Serialize", "String",
+			"TransactionEnd", "TryAbort", "TryCommit",
+		},
+		"consumer": {
+			"AuthError", "AuthError.Error", "AuthError.Unwrap", "Bytes",
+			"Consumer", "Consumer.AllowRebalance", "Consumer.AppendPoll", "Consumer.Assign", "Consumer.Close",
+			"Consumer.Commit", "Consumer.Kgo", "Consumer.PauseFetchPartitions", "Consumer.PauseFetchTopics",
+			"Consumer.Poll", "Consumer.Records", "Consumer.ResumeFetchPartitions", "Consumer.ResumeFetchTopics",
+			"Consumer.SetOffsets",
+			"DeserializeError", "DeserializeError.Error", "DeserializeError.Unwrap",
+			"Deserializer", "DeserializerFunc", "DeserializerFunc.Deserialize", "ErrDeserialize",
+			"FetchError", "FetchError.Error", "FetchError.Unwrap",
+			"Group", "Group.Commit", "Group.Kgo", "Header", "JSON", "Record", "String",
+		},
+	}
+	for pkg, names := range want {
+		got := exported(t, "../../"+pkg, false)
+		slices.Sort(names)
+		if !slices.Equal(got, names) {
+			t.Errorf("%s exports\n\t%v\nwant\n\t%v", pkg, got, names)
+		}
+	}
+	// admin.Client has every kadm method: check the top level only.
+	if got := exported(t, "../../admin", true); !slices.Equal(got, []string{"Client"}) {
+		t.Errorf("admin exports %v at the top level, want [Client]", got)
+	}
+}
+
+// exported lists the exported names of the package in dir, methods as
+// Type.Method unless topOnly, sorted.
+func exported(t *testing.T, dir string, topOnly bool) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var names []string
+	for _, ent := range entries {
+		if !strings.HasSuffix(ent.Name(), ".go") || strings.HasSuffix(ent.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, ent.Name()), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatalf("parse %s: %v", ent.Name(), err)
+		}
+		for _, d := range f.Decls {
+			names = append(names, declNames(d, topOnly)...)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// declNames lists the exported names d declares.
+func declNames(d ast.Decl, topOnly bool) []string {
+	var names []string
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		switch {
+		case !d.Name.IsExported():
+		case d.Recv == nil:
+			names = append(names, d.Name.Name)
+		case !topOnly:
+			if recv := recvName(d.Recv.List[0].Type); ast.IsExported(recv) {
+				names = append(names, recv+"."+d.Name.Name)
+			}
+		}
+	case *ast.GenDecl:
+		for _, s := range d.Specs {
+			switch s := s.(type) {
+			case *ast.TypeSpec:
+				if s.Name.IsExported() {
+					names = append(names, s.Name.Name)
+				}
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					if n.IsExported() {
+						names = append(names, n.Name)
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+// recvName is the type name of a method receiver: T, *T, *T[K, V].
+func recvName(x ast.Expr) string {
+	for {
+		switch e := x.(type) {
+		case *ast.StarExpr:
+			x = e.X
+		case *ast.IndexExpr:
+			x = e.X
+		case *ast.IndexListExpr:
+			x = e.X
+		case *ast.Ident:
+			return e.Name
+		default:
+			return ""
+		}
+	}
+}
