@@ -49,6 +49,23 @@ func (l *eventLog) has(kind EventKind) bool {
 	return false
 }
 
+// pinnedProducerOnA starts cluster-a on port, and a factory pinned to it
+// with opts and a producer of it that has delivered one record there; the
+// factory and the producer are closed when the test ends.
+func pinnedProducerOnA(ctx context.Context, t *testing.T, port int, opts ...Opt) (*producer.Producer[string, string], *kfake.Cluster) {
+	t.Helper()
+	a := startOnPort(t, "cluster-a", port)
+	f, err := New(nil, append([]Opt{BootstrapServers(a.ListenAddrs()[0]), PinCluster("cluster-a")}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(f.Close)
+	p, err := NewProducer(f, producer.String(), producer.String())
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close(context.Background()) })
+	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
+	require.NoError(t, err)
+	return p, a
+}
+
 // replaceCluster starts cluster A on a port, lets fn use it, then replaces it
 // with cluster B on the same port, as when a bootstrap address is moved to
 // another cluster.
@@ -110,17 +127,7 @@ func TestClusterChangeFollowed(t *testing.T) {
 func TestClusterChangePinned(t *testing.T) {
 	ctx := testCtx(t)
 	port := freePort(t)
-	a := startOnPort(t, "cluster-a", port)
-	addr := a.ListenAddrs()[0]
-
-	f, err := New(nil, BootstrapServers(addr), PinCluster("cluster-a"), RetryBackoff(20*time.Millisecond))
-	require.NoError(t, err)
-	defer f.Close()
-	p, err := NewProducer(f, producer.String(), producer.String())
-	require.NoError(t, err)
-	defer p.Close(context.Background())
-	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
-	require.NoError(t, err)
+	p, a := pinnedProducerOnA(ctx, t, port, RetryBackoff(20*time.Millisecond))
 
 	a.Close()
 	b := startOnPort(t, "cluster-b", port)
@@ -130,7 +137,7 @@ func TestClusterChangePinned(t *testing.T) {
 		produces.Add(1)
 		return nil, nil, false
 	})
-	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "b"})
+	_, err := p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "b"})
 	require.ErrorIs(t, err, rebootstrap.ErrClusterChanged)
 	require.Zero(t, produces.Load(), "no produce request reached cluster B")
 	require.ErrorContains(t, err, `"cluster-a"`)

@@ -59,16 +59,8 @@ func (w *warnings) count() int {
 func TestPinnedSwitchFailsFast(t *testing.T) {
 	ctx := testCtx(t)
 	port := freePort(t)
-	a := startOnPort(t, "cluster-a", port)
 	warns := &warnings{}
-	f, err := New(nil, BootstrapServers(a.ListenAddrs()[0]), PinCluster("cluster-a"), Logger(slog.New(warns)))
-	require.NoError(t, err)
-	defer f.Close()
-	p, err := NewProducer(f, producer.String(), producer.String())
-	require.NoError(t, err)
-	defer p.Close(context.Background())
-	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
-	require.NoError(t, err)
+	p, a := pinnedProducerOnA(ctx, t, port, Logger(slog.New(warns)))
 
 	a.Close()
 	b := startOnPort(t, "cluster-b", port)
@@ -84,7 +76,7 @@ func TestPinnedSwitchFailsFast(t *testing.T) {
 		return nil, nil, false
 	})
 	// The first record fails once the change is found.
-	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "b"})
+	_, err := p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "b"})
 	require.ErrorIs(t, err, rebootstrap.ErrClusterChanged)
 
 	time.Sleep(100 * time.Millisecond) // the old client's last words
@@ -118,19 +110,11 @@ func TestPinnedSwitchFailsFast(t *testing.T) {
 func TestPinnedClusterComesBack(t *testing.T) {
 	ctx := testCtx(t)
 	port := freePort(t)
-	a := startOnPort(t, "cluster-a", port)
-	f, err := New(nil, BootstrapServers(a.ListenAddrs()[0]), PinCluster("cluster-a"), RetryBackoff(50*time.Millisecond))
-	require.NoError(t, err)
-	defer f.Close()
-	p, err := NewProducer(f, producer.String(), producer.String())
-	require.NoError(t, err)
-	defer p.Close(context.Background())
-	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
-	require.NoError(t, err)
+	p, a := pinnedProducerOnA(ctx, t, port, RetryBackoff(50*time.Millisecond))
 
 	a.Close()
 	b := startOnPort(t, "cluster-b", port)
-	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "b"})
+	_, err := p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "b"})
 	require.ErrorIs(t, err, rebootstrap.ErrClusterChanged)
 
 	b.Close()
