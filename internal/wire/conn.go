@@ -321,16 +321,15 @@ func (c *conn) stamp(dst, src []byte) ([]byte, bool, error) {
 	h := &c.wh
 	stamped := false
 	sent := int64(-1)
-	if c.view != nil {
-		if cur := c.i.store.Load(); c.i.emu.needsWait(c.view, h.key, cur) {
-			err := c.i.emu.waitFor(c.view, c.addr, h.key, cur.Offset(), nanosTime(c.wdl.Load()), c.stopWaiting)
-			if err != nil {
-				return dst, false, err
-			}
+	cur := c.i.store.Load()
+	if c.view != nil && c.i.emu.needsWait(c.view, h.key, cur) {
+		err := c.i.emu.waitFor(c.view, c.addr, h.key, cur.Offset(), nanosTime(c.wdl.Load()), c.stopWaiting)
+		if err != nil {
+			return dst, false, err
 		}
+		cur = c.i.store.Load() // it may have moved, or healed, meanwhile
 	}
 	if h.flexible {
-		cur := c.i.store.Load()
 		switch {
 		case !cur.IsUnknown():
 			if int64(h.size)+1024 > math.MaxInt32 {
