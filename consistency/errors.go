@@ -3,15 +3,15 @@ package consistency
 import "errors"
 
 var (
-	// ErrClusterMismatch is returned when two known contexts of different
-	// clusters are merged, or when a store is advanced with a context of a
+	// ErrClusterMismatch is returned when two known tokens of different
+	// clusters are merged, or when a store is advanced with a token of a
 	// cluster other than its own. Offsets of different metadata logs cannot
 	// be compared.
-	ErrClusterMismatch = errors.New("consistency: contexts belong to different clusters")
+	ErrClusterMismatch = errors.New("consistency: tokens belong to different clusters")
 
-	// ErrInvalidContext is returned by [Of] for an empty cluster id, a
+	// ErrInvalidToken is returned by [Of] for an empty cluster id, a
 	// cluster id longer than [MaxClusterIDLen], or a negative offset.
-	ErrInvalidContext = errors.New("consistency: invalid context")
+	ErrInvalidToken = errors.New("consistency: invalid token")
 
 	// ErrMalformedToken wraps every error returned when decoding a token.
 	ErrMalformedToken = errors.New("consistency: malformed token")

@@ -7,7 +7,7 @@ import (
 	"github.com/kconsist/kconsist/consistency"
 )
 
-func ExampleContext_Later() {
+func ExampleToken_Later() {
 	seen := consistency.MustOf("MkU3OEVBNTcwNTJENDM2Qk", 41)
 	fresh := consistency.MustOf("MkU3OEVBNTcwNTJENDM2Qk", 57)
 	latest, _ := seen.Later(fresh)
@@ -22,7 +22,7 @@ func ExampleContext_Later() {
 
 func ExampleParseToken() {
 	// A service hands its token to another over HTTP, e.g. in a header.
-	token := consistency.MustOf("cluster-a", 1234).Token()
+	token := consistency.MustOf("cluster-a", 1234).Encode()
 	fmt.Println(token)
 
 	got, err := consistency.ParseToken(token)

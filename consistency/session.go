@@ -16,14 +16,14 @@ import "sync/atomic"
 // (see CompareAndSwap) drops it.
 type Session struct {
 	shared Store
-	handed atomic.Pointer[Context]
+	handed atomic.Pointer[Token]
 }
 
 var _ Store = (*Session)(nil)
 
 // NewSession returns a Session over shared holding handed. An Unknown
 // handed token makes the session read exactly as shared.
-func NewSession(shared Store, handed Context) *Session {
+func NewSession(shared Store, handed Token) *Session {
 	s := &Session{shared: shared}
 	if !handed.IsUnknown() {
 		s.handed.Store(&handed)
@@ -33,17 +33,17 @@ func NewSession(shared Store, handed Context) *Session {
 
 // Handed returns the token the session still holds from outside, or
 // Unknown once it was dropped or overtaken.
-func (s *Session) Handed() Context {
+func (s *Session) Handed() Token {
 	if p := s.handed.Load(); p != nil {
 		return *p
 	}
-	return Context{}
+	return Token{}
 }
 
-// Load returns the later of the shared context and the handed token. A
+// Load returns the later of the shared token and the handed token. A
 // handed token of another cluster than the shared store's is ignored: the
 // shared store follows the cluster the clients talk to.
-func (s *Session) Load() Context {
+func (s *Session) Load() Token {
 	cur := s.shared.Load()
 	p := s.handed.Load()
 	if p == nil {
@@ -61,7 +61,7 @@ func (s *Session) Load() Context {
 
 // Advance advances the shared store: what brokers answer is true for
 // everyone.
-func (s *Session) Advance(c Context) (Context, error) {
+func (s *Session) Advance(c Token) (Token, error) {
 	if _, err := s.shared.Advance(c); err != nil {
 		return s.Load(), err
 	}
@@ -77,7 +77,7 @@ func (s *Session) Reset() {
 // CompareAndSwap sets the session to next if it reads as old. The handed
 // token is dropped, and the shared store is swapped from what it held to
 // next when it is not later than next already.
-func (s *Session) CompareAndSwap(old, next Context) bool {
+func (s *Session) CompareAndSwap(old, next Token) bool {
 	p := s.handed.Load()
 	cur := s.shared.Load()
 	read := cur

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// Store keeps the latest consistency context seen by a group of clients. It
+// Store keeps the latest consistency token seen by a group of clients. It
 // is the Go form of KIP-1243's ConsistencyContextStore: every request a
 // client sends carries [Store.Load], every response it receives is passed to
 // [Store.Advance].
@@ -13,19 +13,19 @@ import (
 // Concurrency contract, which every implementation must meet:
 //
 //   - All methods are safe for concurrent use by any number of goroutines.
-//   - Advance is an atomic read-modify-write: the stored context becomes
+//   - Advance is an atomic read-modify-write: the stored token becomes
 //     stored.Later(c). Concurrent advances never lose an update; the store
 //     ends at the greatest offset it was advanced with, whatever the order.
 //   - The stored offset never decreases, except through Reset.
-//   - Advance with a known context of another cluster than the stored one
+//   - Advance with a known token of another cluster than the stored one
 //     returns an error wrapping ErrClusterMismatch and changes nothing.
-//   - Load never blocks on Advance for long and never returns a context that
+//   - Load never blocks on Advance for long and never returns a token that
 //     was not stored at some point (no torn reads).
 //   - Reset makes the store Unknown, so the next Advance adopts whatever
 //     cluster it is given. Clients call it when a rebootstrap lands on a
 //     different cluster: the offsets of one metadata log mean nothing in
 //     another.
-//   - CompareAndSwap replaces the stored context with next only if it
+//   - CompareAndSwap replaces the stored token with next only if it
 //     still equals old, atomically with respect to every other method. It
 //     is how a client changes the store on a decision it made from an
 //     earlier Load (forget cluster A, lower an offset the cluster never
@@ -35,20 +35,20 @@ import (
 // Load and Advance are on every request's path; implementations should keep
 // them cheap and free of allocations when nothing changes.
 type Store interface {
-	// Load returns the current context.
-	Load() Context
-	// Advance merges c into the store and returns the resulting context.
-	Advance(c Context) (Context, error)
+	// Load returns the current token.
+	Load() Token
+	// Advance merges c into the store and returns the resulting token.
+	Advance(c Token) (Token, error)
 	// Reset sets the store to Unknown.
 	Reset()
 	// CompareAndSwap sets the store to next if it holds old, and reports
 	// whether it did. Unlike Advance it may move the offset down or change
 	// the cluster: callers use it only to undo what they know is wrong.
-	CompareAndSwap(old, next Context) bool
+	CompareAndSwap(old, next Token) bool
 }
 
-// ResetCluster makes s Unknown if it holds a context of the cluster
-// clusterID, and reports whether this call did. A context of any other
+// ResetCluster makes s Unknown if it holds a token of the cluster
+// clusterID, and reports whether this call did. A token of any other
 // cluster, stored by another client meanwhile, is left alone.
 func ResetCluster(s Store, clusterID string) bool {
 	for {
@@ -56,7 +56,7 @@ func ResetCluster(s Store, clusterID string) bool {
 		if cur.IsUnknown() || cur.ClusterID() != clusterID {
 			return false
 		}
-		if s.CompareAndSwap(cur, Context{}) {
+		if s.CompareAndSwap(cur, Token{}) {
 			return true
 		}
 	}
@@ -65,7 +65,7 @@ func ResetCluster(s Store, clusterID string) bool {
 // MemoryStore is the lock-free in-process [Store]. The zero value is ready
 // to use and Unknown.
 type MemoryStore struct {
-	p atomic.Pointer[Context]
+	p atomic.Pointer[Token]
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -73,22 +73,22 @@ var _ Store = (*MemoryStore)(nil)
 // NewMemoryStore returns an empty (Unknown) in-process store.
 func NewMemoryStore() *MemoryStore { return new(MemoryStore) }
 
-var unknownContext = new(Context)
+var unknownToken = new(Token)
 
-// Load returns the current context.
-func (s *MemoryStore) Load() Context {
+// Load returns the current token.
+func (s *MemoryStore) Load() Token {
 	if p := s.p.Load(); p != nil {
 		return *p
 	}
-	return Context{}
+	return Token{}
 }
 
 // Advance merges c into the store with a compare-and-swap loop. When c is
-// not later than the stored context it returns without allocating.
-func (s *MemoryStore) Advance(c Context) (Context, error) {
+// not later than the stored token it returns without allocating.
+func (s *MemoryStore) Advance(c Token) (Token, error) {
 	for {
 		old := s.p.Load()
-		cur := Context{}
+		cur := Token{}
 		if old != nil {
 			cur = *old
 		}
@@ -99,7 +99,7 @@ func (s *MemoryStore) Advance(c Context) (Context, error) {
 		if next == cur {
 			return cur, nil
 		}
-		fresh := new(Context)
+		fresh := new(Token)
 		*fresh = next
 		if s.p.CompareAndSwap(old, fresh) {
 			return next, nil
@@ -108,13 +108,13 @@ func (s *MemoryStore) Advance(c Context) (Context, error) {
 }
 
 // Reset sets the store to Unknown.
-func (s *MemoryStore) Reset() { s.p.Store(unknownContext) }
+func (s *MemoryStore) Reset() { s.p.Store(unknownToken) }
 
 // CompareAndSwap sets the store to next if it holds old.
-func (s *MemoryStore) CompareAndSwap(old, next Context) bool {
+func (s *MemoryStore) CompareAndSwap(old, next Token) bool {
 	for {
 		p := s.p.Load()
-		cur := Context{}
+		cur := Token{}
 		if p != nil {
 			cur = *p
 		}
@@ -124,9 +124,9 @@ func (s *MemoryStore) CompareAndSwap(old, next Context) bool {
 		if cur == next {
 			return true
 		}
-		fresh := unknownContext
+		fresh := unknownToken
 		if !next.IsUnknown() {
-			fresh = new(Context)
+			fresh = new(Token)
 			*fresh = next
 		}
 		if s.p.CompareAndSwap(p, fresh) {

@@ -18,7 +18,7 @@ func TestMemoryStore(t *testing.T) {
 	require.Equal(t, MustOf("a", 5), got)
 
 	got, err = s.Advance(MustOf("a", 3))
-	require.NoError(t, err, "an older context is not an error")
+	require.NoError(t, err, "an older token is not an error")
 	require.Equal(t, MustOf("a", 5), got, "the store never goes backwards")
 
 	got, err = s.Advance(Unknown())
@@ -141,7 +141,7 @@ func TestMemoryStoreCompareAndSwap(t *testing.T) {
 	require.False(t, ResetCluster(s, "a"), "nothing to reset in an Unknown store")
 	_, err := s.Advance(MustOf("b", 7))
 	require.NoError(t, err)
-	require.False(t, ResetCluster(s, "a"), "another cluster's context stays")
+	require.False(t, ResetCluster(s, "a"), "another cluster's token stays")
 	require.Equal(t, MustOf("b", 7), s.Load())
 	require.True(t, ResetCluster(s, "b"))
 	require.True(t, s.Load().IsUnknown())
@@ -181,7 +181,7 @@ func TestResetClusterConcurrent(t *testing.T) {
 // caller does with it, where a check-then-act race would strike.
 type yieldingStore struct{ *MemoryStore }
 
-func (s yieldingStore) Load() Context {
+func (s yieldingStore) Load() Token {
 	c := s.MemoryStore.Load()
 	runtime.Gosched()
 	return c

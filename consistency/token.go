@@ -1,194 +1,98 @@
 package consistency
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/binary"
 	"fmt"
 	"strconv"
 )
 
-// Text tokens look like "kc1.42.Y2x1c3Rlci1h": a version prefix, the decimal
-// offset and the base64url (unpadded) cluster id. The unknown context is
-// "kc1.unknown". Every character is in [A-Za-z0-9._-], so a token is safe in
-// HTTP headers, URLs, Kafka record headers and file names.
-const (
-	textPrefix  = "kc1."
-	textUnknown = "kc1.unknown"
-)
+// MaxClusterIDLen bounds the length of a cluster id in bytes. Kafka cluster
+// ids are 22-character base64 UUIDs; the bound keeps parsers of untrusted
+// input from accepting absurd sizes.
+const MaxClusterIDLen = 255
 
-// Binary tokens are: version byte 1, uvarint length of the cluster id, the
-// cluster id, and (only when the length is not zero) the uvarint offset.
-const binaryVersion = 1
-
-var b64 = base64.RawURLEncoding.Strict()
-
-// ParseToken parses a text token produced by [Context.MarshalText].
-func ParseToken(token string) (Context, error) {
-	var c Context
-	err := c.UnmarshalText([]byte(token))
-	return c, err
+// Token is an immutable consistency token: a cluster id and an offset in
+// that cluster's metadata log. The zero value is Unknown.
+//
+// Token is a small value type; copy it freely. Compare with [Token.Equal]
+// or ==.
+type Token struct {
+	clusterID string
+	offset    int64
 }
 
-// Token returns the text token of c; see [Context.MarshalText].
-func (c Context) Token() string {
-	b, _ := c.MarshalText()
-	return string(b)
+// Unknown returns the unknown token: the default before a client has seen
+// any response from a broker that implements KIP-1243. It is the identity of
+// [Token.Later].
+func Unknown() Token { return Token{} }
+
+// Of returns the token of offset in the metadata log of the cluster
+// clusterID. It fails with an error wrapping [ErrInvalidToken] when the
+// cluster id is empty or longer than [MaxClusterIDLen] bytes, or the offset
+// is negative.
+func Of(clusterID string, offset int64) (Token, error) {
+	switch {
+	case clusterID == "":
+		return Token{}, fmt.Errorf("%w: empty cluster id", ErrInvalidToken)
+	case len(clusterID) > MaxClusterIDLen:
+		return Token{}, fmt.Errorf("%w: cluster id is %d bytes, more than %d", ErrInvalidToken, len(clusterID), MaxClusterIDLen)
+	case offset < 0:
+		return Token{}, fmt.Errorf("%w: negative offset %d", ErrInvalidToken, offset)
+	}
+	return Token{clusterID: clusterID, offset: offset}, nil
 }
 
-// AppendText appends the text token of c to dst.
-func (c Context) AppendText(dst []byte) []byte {
+// MustOf is like [Of] but panics on invalid input. Use it only with
+// constants, in tests and examples.
+func MustOf(clusterID string, offset int64) Token {
+	c, err := Of(clusterID, offset)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// IsUnknown reports whether c is the unknown token.
+func (c Token) IsUnknown() bool { return c.clusterID == "" }
+
+// ClusterID returns the cluster id, or "" for the unknown token.
+func (c Token) ClusterID() string { return c.clusterID }
+
+// Offset returns the metadata log offset, or -1 for the unknown token
+// (the wire default of the KIP-1243 ConsistencyToken field).
+func (c Token) Offset() int64 {
 	if c.clusterID == "" {
-		return append(dst, textUnknown...)
+		return -1
 	}
-	dst = append(dst, textPrefix...)
-	dst = strconv.AppendInt(dst, c.offset, 10)
-	dst = append(dst, '.')
-	return b64.AppendEncode(dst, []byte(c.clusterID))
+	return c.offset
 }
 
-// MarshalText returns the versioned text token of c. It never fails.
-// encoding/json uses it, so a Context is a JSON string.
-func (c Context) MarshalText() ([]byte, error) {
-	return c.AppendText(make([]byte, 0, 24+b64.EncodedLen(len(c.clusterID)))), nil
+// Equal reports whether c and other name the same cluster and offset.
+func (c Token) Equal(other Token) bool { return c == other }
+
+// Later returns the more up-to-date of c and other: the one with the greater
+// offset. Unknown is the identity: Later of Unknown and x is x. Two known
+// tokens of different clusters cannot be compared and return an error
+// wrapping [ErrClusterMismatch].
+func (c Token) Later(other Token) (Token, error) {
+	switch {
+	case other.clusterID == "":
+		return c, nil
+	case c.clusterID == "":
+		return other, nil
+	case c.clusterID != other.clusterID:
+		return c, fmt.Errorf("%w: %q and %q", ErrClusterMismatch, c.clusterID, other.clusterID)
+	case other.offset > c.offset:
+		return other, nil
+	default:
+		return c, nil
+	}
 }
 
-// UnmarshalText parses a text token. Parsing is strict: only the exact bytes
-// [Context.MarshalText] produces are accepted (no leading zeros, no padding,
-// no surrounding space). Errors wrap [ErrMalformedToken]; on error *c is left
-// unchanged.
-func (c *Context) UnmarshalText(text []byte) error {
-	got, err := parseText(text)
-	if err != nil {
-		return err
-	}
-	*c = got
-	return nil
-}
-
-func parseText(text []byte) (Context, error) {
-	if string(text) == textUnknown {
-		return Context{}, nil
-	}
-	rest, ok := bytes.CutPrefix(text, []byte(textPrefix))
-	if !ok {
-		return Context{}, malformed("text token must start with %q", textPrefix)
-	}
-	num, enc, ok := bytes.Cut(rest, []byte{'.'})
-	if !ok {
-		return Context{}, malformed("text token has no cluster id part")
-	}
-	if len(num) == 0 || len(num) > 19 || (num[0] == '0' && len(num) > 1) {
-		return Context{}, malformed("offset %q is not a canonical decimal", num)
-	}
-	var off int64
-	for _, d := range num {
-		if d < '0' || d > '9' {
-			return Context{}, malformed("offset %q is not a canonical decimal", num)
-		}
-		next := off*10 + int64(d-'0')
-		if next < off {
-			return Context{}, malformed("offset %q overflows int64", num)
-		}
-		off = next
-	}
-	if len(enc) == 0 || len(enc) > b64.EncodedLen(MaxClusterIDLen) {
-		return Context{}, malformed("cluster id part has %d characters", len(enc))
-	}
-	id, err := b64.DecodeString(string(enc))
-	if err != nil {
-		return Context{}, malformed("cluster id is not unpadded base64url: %v", err)
-	}
-	// The decoder skips CR and LF; re-encoding catches them and any other
-	// non-canonical form.
-	if b64.EncodeToString(id) != string(enc) {
-		return Context{}, malformed("cluster id is not canonical base64url")
-	}
-	c, err := Of(string(id), off)
-	if err != nil {
-		return Context{}, malformed("%v", err)
-	}
-	return c, nil
-}
-
-// AppendBinary appends the binary token of c to dst.
-func (c Context) AppendBinary(dst []byte) ([]byte, error) {
-	dst = append(dst, binaryVersion)
-	dst = binary.AppendUvarint(dst, uint64(len(c.clusterID)))
+// String returns a readable form for logs, such as "cluster-a@42" or
+// "unknown". Use [Token.MarshalText] for a form that parses back.
+func (c Token) String() string {
 	if c.clusterID == "" {
-		return dst, nil
+		return "unknown"
 	}
-	dst = append(dst, c.clusterID...)
-	return binary.AppendUvarint(dst, uint64(c.offset)), nil
-}
-
-// MarshalBinary returns the compact binary token of c. It never fails.
-func (c Context) MarshalBinary() ([]byte, error) {
-	return c.AppendBinary(make([]byte, 0, 2+len(c.clusterID)+binary.MaxVarintLen64))
-}
-
-// UnmarshalBinary parses a binary token. Like [Context.UnmarshalText] it
-// accepts only canonical encodings; errors wrap [ErrMalformedToken] and leave
-// *c unchanged.
-func (c *Context) UnmarshalBinary(data []byte) error {
-	got, err := parseBinary(data)
-	if err != nil {
-		return err
-	}
-	*c = got
-	return nil
-}
-
-func parseBinary(data []byte) (Context, error) {
-	if len(data) == 0 {
-		return Context{}, malformed("empty binary token")
-	}
-	if data[0] != binaryVersion {
-		return Context{}, malformed("binary token version %d, want %d", data[0], binaryVersion)
-	}
-	rest := data[1:]
-	n, w := uvarint(rest)
-	if w <= 0 {
-		return Context{}, malformed("bad cluster id length")
-	}
-	rest = rest[w:]
-	if n == 0 {
-		if len(rest) != 0 {
-			return Context{}, malformed("%d trailing bytes after unknown context", len(rest))
-		}
-		return Context{}, nil
-	}
-	if n > MaxClusterIDLen || n > uint64(len(rest)) {
-		return Context{}, malformed("cluster id length %d exceeds the token or %d", n, MaxClusterIDLen)
-	}
-	id := rest[:n]
-	rest = rest[n:]
-	off, w := uvarint(rest)
-	if w <= 0 {
-		return Context{}, malformed("bad offset")
-	}
-	if len(rest) != w {
-		return Context{}, malformed("%d trailing bytes", len(rest)-w)
-	}
-	if off > 1<<63-1 {
-		return Context{}, malformed("offset %d overflows int64", off)
-	}
-	return Of(string(id), int64(off))
-}
-
-// uvarint decodes a minimally encoded uvarint, returning a width <= 0 for
-// truncated, overlong or non-minimal input.
-func uvarint(b []byte) (uint64, int) {
-	v, w := binary.Uvarint(b)
-	if w <= 0 {
-		return 0, -1
-	}
-	if w > 1 && b[w-1] == 0 { // a trailing zero group is a non-minimal encoding
-		return 0, -1
-	}
-	return v, w
-}
-
-func malformed(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrMalformedToken, fmt.Sprintf(format, args...))
+	return c.clusterID + "@" + strconv.FormatInt(c.offset, 10)
 }

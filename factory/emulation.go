@@ -88,12 +88,12 @@ func Consistency(m ConsistencyMode) Opt {
 // nothing is stamped and nothing is kept.
 type noTokens struct{}
 
-func (noTokens) Load() consistency.Context { return consistency.Unknown() }
-func (noTokens) Advance(consistency.Context) (consistency.Context, error) {
+func (noTokens) Load() consistency.Token { return consistency.Unknown() }
+func (noTokens) Advance(consistency.Token) (consistency.Token, error) {
 	return consistency.Unknown(), nil
 }
-func (noTokens) Reset()                                            {}
-func (noTokens) CompareAndSwap(old, next consistency.Context) bool { return false }
+func (noTokens) Reset()                                          {}
+func (noTokens) CompareAndSwap(old, next consistency.Token) bool { return false }
 
 // oracle answers the emulator's questions with a franz-go client of its
 // own, made on first use. Its connections go through an interceptor
@@ -150,10 +150,10 @@ func seedNodes(seeds []string) map[string]int32 {
 
 // Committed returns the cluster id and the last committed offset of its
 // metadata log.
-func (o *oracle) Committed(ctx context.Context) (consistency.Context, error) {
+func (o *oracle) Committed(ctx context.Context) (consistency.Token, error) {
 	cl, err := o.client()
 	if err != nil {
-		return consistency.Context{}, err
+		return consistency.Token{}, err
 	}
 	var (
 		cluster string
@@ -193,10 +193,10 @@ func (o *oracle) Committed(ctx context.Context) (consistency.Context, error) {
 		return nil
 	})
 	if err := g.Wait(); err != nil {
-		return consistency.Context{}, err
+		return consistency.Token{}, err
 	}
 	if hwm < 1 {
-		return consistency.Context{}, fmt.Errorf("DescribeQuorum: high watermark %d", hwm)
+		return consistency.Token{}, fmt.Errorf("DescribeQuorum: high watermark %d", hwm)
 	}
 	return consistency.Of(cluster, hwm-1)
 }

@@ -76,7 +76,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind EventKind
 	// Token is the new context of EventTokenAdvanced.
-	Token consistency.Context
+	Token consistency.Token
 	// Addr is the broker address of misroute and inconsistent-metadata
 	// events.
 	Addr string
@@ -136,7 +136,7 @@ func (w *wireObserver) OnStampRejected(addr string) {
 
 func (w *wireObserver) cfg() *config { return &config{observer: w.o, logger: w.log} }
 
-func (w *wireObserver) OnTokenAdvanced(_, to consistency.Context) {
+func (w *wireObserver) OnTokenAdvanced(_, to consistency.Token) {
 	if w.o == nil && w.log == nil {
 		return
 	}

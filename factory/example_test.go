@@ -73,8 +73,8 @@ func quickStart(ctx context.Context, bootstrap string) error {
 			r := recs[0]
 			fmt.Printf("%s: %+v (partition %d, offset %d)\n", r.Key, r.Value, r.Partition, r.Offset)
 			tok := f.Token()
-			fmt.Println("token:", tok)                // readable, for logs
-			fmt.Println("to hand over:", tok.Token()) // parses back with consistency.ParseToken
+			fmt.Println("token:", tok)                 // readable, for logs
+			fmt.Println("to hand over:", tok.Encode()) // parses back with consistency.ParseToken
 			return nil
 		}
 	}
@@ -250,7 +250,7 @@ func ExampleFactory_Session() {
 	}
 	defer f.Close()
 
-	handed, err := consistency.ParseToken(consistency.MustOf("example-cluster", lc.LogEnd()).Token())
+	handed, err := consistency.ParseToken(consistency.MustOf("example-cluster", lc.LogEnd()).Encode())
 	if err != nil {
 		panic(err)
 	}

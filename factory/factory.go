@@ -132,12 +132,12 @@ func (f *Factory) Format(s fmt.State, _ rune) { fmt.Fprint(s, f.String()) }
 func (f *Factory) LogValue() slog.Value { return f.base.LogValue() }
 
 // Store returns the shared consistency store. Its context can be handed to
-// another process (see consistency.Context.Token) and merged there with
+// another process (see consistency.Token.Encode) and merged there with
 // Store.Advance.
 func (f *Factory) Store() consistency.Store { return f.store }
 
-// Token returns the current consistency context of the factory's clients.
-func (f *Factory) Token() consistency.Context { return f.store.Load() }
+// Token returns the current consistency token of the factory's clients.
+func (f *Factory) Token() consistency.Token { return f.store.Load() }
 
 // Stats returns counters summed over every client the factory made.
 func (f *Factory) Stats() Stats { return f.stats.snapshot() }

@@ -33,7 +33,7 @@ import (
 // consistency.ErrFutureToken or consistency.ErrClusterMismatch with
 // errors.Is.
 type TokenError struct {
-	Token consistency.Context
+	Token consistency.Token
 	// Cluster is the id of the cluster the bootstrap servers belong to.
 	Cluster string
 	// Committed is the cluster's committed metadata offset, or -1 when the
@@ -65,7 +65,7 @@ func (e *TokenError) Is(target error) bool {
 // refuses DescribeQuorum (ACLs) cannot have the offset checked: the
 // cluster id still is, and the offset is accepted, bounded by the waits
 // and the healing described above.
-func (f *Factory) CheckToken(ctx context.Context, tok consistency.Context) error {
+func (f *Factory) CheckToken(ctx context.Context, tok consistency.Token) error {
 	if tok.IsUnknown() {
 		return nil
 	}
@@ -100,7 +100,7 @@ func (f *Factory) CheckToken(ctx context.Context, tok consistency.Context) error
 // Accept checks tok (see CheckToken) and merges it into the factory's
 // shared store: every client of the factory then waits for it. Prefer
 // Session, which confines a token to the work it came with.
-func (f *Factory) Accept(ctx context.Context, tok consistency.Context) (consistency.Context, error) {
+func (f *Factory) Accept(ctx context.Context, tok consistency.Token) (consistency.Token, error) {
 	if err := f.CheckToken(ctx, tok); err != nil {
 		return f.store.Load(), err
 	}
@@ -113,7 +113,7 @@ func (f *Factory) Accept(ctx context.Context, tok consistency.Context) (consiste
 // store, but tok itself never raises the store of the factory's other
 // clients (consistency.Session). Close the session's clients, then the
 // session, before the factory; a session holds no connections of its own.
-func (f *Factory) Session(ctx context.Context, tok consistency.Context) (*Factory, error) {
+func (f *Factory) Session(ctx context.Context, tok consistency.Token) (*Factory, error) {
 	if err := f.CheckToken(ctx, tok); err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (f *Factory) logger() *slog.Logger {
 }
 
 // healed reports a store lowered to the committed offset.
-func (f *Factory) healed(from, to consistency.Context) {
+func (f *Factory) healed(from, to consistency.Token) {
 	f.logger().Warn("consistency token was beyond the cluster's committed metadata offset; lowered to it", "from", from.String(), "to", to.String())
 	if o := f.base.observer; o != nil {
 		o.OnEvent(Event{Kind: EventTokenHealed, Token: to, Sent: from.Offset(), BrokerAt: to.Offset()})

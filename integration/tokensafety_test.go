@@ -54,7 +54,7 @@ func TestTokensFromOutsideAreChecked(t *testing.T) {
 			future := consistency.MustOf(c.ClusterID(), 9_000_000_000_000_000_000)
 			foreign := consistency.MustOf("another-cluster", 3)
 			start := time.Now()
-			for name, tok := range map[string]consistency.Context{"future": future, "foreign": foreign} {
+			for name, tok := range map[string]consistency.Token{"future": future, "foreign": foreign} {
 				want := consistency.ErrFutureToken
 				if name == "foreign" {
 					want = consistency.ErrClusterMismatch

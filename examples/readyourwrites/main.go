@@ -290,7 +290,7 @@ type result struct {
 	phases      [4]time.Duration
 	tokenKnown  bool
 	token       string // readable form, f.Token().String()
-	tokenText   string // the form to hand over, f.Token().Token()
+	tokenText   string // the form to hand over, f.Token().Encode()
 	offReason   error  // why the factory made no tokens (EventConsistencyOff)
 
 	clusterStats bool  // the next two are known
@@ -423,7 +423,7 @@ func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string)
 	}
 	tok := f.Token()
 	res.tokenKnown = !tok.IsUnknown()
-	res.token, res.tokenText = tok.String(), tok.Token()
+	res.token, res.tokenText = tok.String(), tok.Encode()
 	offMu.Lock()
 	res.offReason = offErr
 	offMu.Unlock()
@@ -666,7 +666,7 @@ func printLegend(out io.Writer, clusterCounts bool) {
 // must have read its writes wherever the factory held a token.
 func verdict(out io.Writer, s settings, t target, f, plain *result) error {
 	if f.tokenKnown {
-		fmt.Fprintf(out, "factory token after the run: %s (f.Token()); to hand over: %s (f.Token().Token())\n", f.token, f.tokenText)
+		fmt.Fprintf(out, "factory token after the run: %s (f.Token()); to hand over: %s (f.Token().Encode())\n", f.token, f.tokenText)
 	} else {
 		fmt.Fprintln(out, "factory token after the run: unknown. The cluster sends no KIP-1243 tokens, and the factory")
 		fmt.Fprintln(out, "could not make them from KRaft offsets either, so it behaved like a plain client.")

@@ -4,7 +4,7 @@
 //
 // Service A creates a topic with its admin client and tells service B about
 // it over HTTP, passing its consistency token in a request header
-// (Kafka-Consistency-Token: f.Token().Token()). B parses the token
+// (Kafka-Consistency-Token: f.Token().Encode()). B parses the token
 // (consistency.ParseToken), checks it with the cluster and confines it to
 // the request it came with (Factory.Session), and describes and consumes
 // the topic at once, although every broker of the embedded local cluster
@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("service A: create %s: %w", topic, err)
 	}
-	token := fA.Token().Token()
+	token := fA.Token().Encode()
 	fmt.Fprintf(stdout, "A: created topic %q (3 partitions); its token is %s (%s)\n", topic, token, fA.Token())
 
 	// The same question without the token, for contrast.

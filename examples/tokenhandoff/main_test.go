@@ -49,12 +49,12 @@ func TestBadToken(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, status)
 	require.Contains(t, body, TokenHeader)
 
-	body, status, err = call(ctx, http.MethodPost, srv.URL+"/subscriptions/orders", consistency.MustOf("cluster-x", 9).Token())
+	body, status, err = call(ctx, http.MethodPost, srv.URL+"/subscriptions/orders", consistency.MustOf("cluster-x", 9).Encode())
 	require.NoError(t, err)
 	require.Equal(t, http.StatusConflict, status, body)
 	require.Contains(t, body, "cluster-x")
 
-	body, status, err = call(ctx, http.MethodGet, srv.URL+"/topics/orders", consistency.MustOf(c.ClusterID(), 1<<60).Token())
+	body, status, err = call(ctx, http.MethodGet, srv.URL+"/topics/orders", consistency.MustOf(c.ClusterID(), 1<<60).Encode())
 	require.NoError(t, err)
 	require.Equal(t, http.StatusBadRequest, status, body)
 	require.Contains(t, body, "committed metadata offset")

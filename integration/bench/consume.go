@@ -180,7 +180,7 @@ func readTopic(ctx context.Context, v int, f *factory.Factory, addrs []string, t
 // rotating) reads the whole topic from the start with a fresh client,
 // after a forced GC. The factory's store holds token, as in the producer
 // overhead, so every request it sends carries one.
-func runConsume(ctx context.Context, where string, addrs []string, topic string, partitions int32, token consistency.Context, cfg consumeConfig, logf func(string, ...any)) (*consumeResult, error) {
+func runConsume(ctx context.Context, where string, addrs []string, topic string, partitions int32, token consistency.Token, cfg consumeConfig, logf func(string, ...any)) (*consumeResult, error) {
 	store := consistency.NewMemoryStore()
 	if _, err := store.Advance(token); err != nil {
 		return nil, err

@@ -68,7 +68,7 @@ type overheadResult struct {
 type sender struct {
 	async func(ctx context.Context, value []byte, done func(error))
 	close func()
-	token func() consistency.Context // the factory's; nil for kgo
+	token func() consistency.Token // the factory's; nil for kgo
 }
 
 // newSenders makes the factory producer and two plain kgo clients with the
@@ -84,7 +84,7 @@ type sender struct {
 // mode is the factory's consistency.mode: a handed token beyond the
 // cluster's log needs ModeNative (an emulating factory would wait for the
 // cluster to reach it, then heal the store).
-func newSenders(addrs []string, topic string, token consistency.Context, mode factory.ConsistencyMode) ([3]sender, error) {
+func newSenders(addrs []string, topic string, token consistency.Token, mode factory.ConsistencyMode) ([3]sender, error) {
 	var s [3]sender
 	store := consistency.NewMemoryStore()
 	if _, err := store.Advance(token); err != nil {
@@ -206,7 +206,7 @@ func latencies(ctx context.Context, s []sender, n int, value []byte) ([][]float6
 // settle, when not nil, runs before every timed step (e.g. to drop the
 // records an in-memory cluster holds); a forced GC follows it, so neither
 // client pays for the other's garbage.
-func runOverhead(ctx context.Context, where string, addrs []string, topic string, token consistency.Context, cfg overheadConfig, settle func(context.Context) error, logf func(string, ...any)) (*overheadResult, error) {
+func runOverhead(ctx context.Context, where string, addrs []string, topic string, token consistency.Token, cfg overheadConfig, settle func(context.Context) error, logf func(string, ...any)) (*overheadResult, error) {
 	value := make([]byte, cfg.ValueSize)
 	_, _ = rand.Read(value)
 	res := &overheadResult{Where: where, Cfg: cfg}
@@ -224,7 +224,7 @@ func runOverhead(ctx context.Context, where string, addrs []string, topic string
 }
 
 // overheadBlock runs rounds rounds with a fresh pair of clients.
-func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, addrs []string, topic string, token consistency.Context, value []byte, settle func(context.Context) error, logf func(string, ...any)) error {
+func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, addrs []string, topic string, token consistency.Token, value []byte, settle func(context.Context) error, logf func(string, ...any)) error {
 	cfg := res.Cfg
 	s, err := newSenders(addrs, topic, token, cfg.Mode)
 	if err != nil {

@@ -65,7 +65,7 @@ func TestResetUnless(t *testing.T) {
 // caller does with it, where a check-then-act race would strike.
 type yieldingStore struct{ *consistency.MemoryStore }
 
-func (s yieldingStore) Load() consistency.Context {
+func (s yieldingStore) Load() consistency.Token {
 	c := s.MemoryStore.Load()
 	runtime.Gosched()
 	return c

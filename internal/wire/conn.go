@@ -107,7 +107,7 @@ type conn struct {
 	wraw      bool   // raw SASL frames: pass everything through
 	scratch   []byte // rewritten header
 	field     []byte // tag 0 field encoding fieldFor
-	fieldFor  consistency.Context
+	fieldFor  consistency.Token
 	out       [][]byte
 	bufs      net.Buffers
 	coal      []byte // a small write, copied together (see coalesceMax)

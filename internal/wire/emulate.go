@@ -56,7 +56,7 @@ type Oracle interface {
 	// Committed returns the cluster's id and the offset of the last
 	// committed record of its metadata log (DescribeQuorum's high
 	// watermark less one).
-	Committed(ctx context.Context) (consistency.Context, error)
+	Committed(ctx context.Context) (consistency.Token, error)
 	// Applied returns the offset of the last metadata record the broker at
 	// addr has applied (ApiVersions FinalizedFeaturesEpoch), or -1 when the
 	// broker does not say.
@@ -90,7 +90,7 @@ type EmulationConfig struct {
 	OnOff func(reason error)
 	// OnHealed is called when a wait found the store beyond the cluster's
 	// committed offset and lowered it (see Heal). May be nil.
-	OnHealed func(from, to consistency.Context)
+	OnHealed func(from, to consistency.Token)
 }
 
 // ErrEmulationUnsupported wraps the reason an [Emulator] turned itself off.
@@ -236,7 +236,7 @@ func (e *Emulator) sawHeader(v *brokerView, token bool) {
 // needsWait reports whether a request of key sent to v with the store at
 // cur must first wait for the broker: only handshake requests never do.
 // It is on every request's path: two atomic loads when nothing is owed.
-func (e *Emulator) needsWait(v *brokerView, key int16, cur consistency.Context) bool {
+func (e *Emulator) needsWait(v *brokerView, key int16, cur consistency.Token) bool {
 	if cur.IsUnknown() || !e.active(v) || (e.verified.Load() && v.applied.Load() >= cur.Offset()) {
 		return false
 	}
@@ -437,7 +437,7 @@ func (e *Emulator) learnApplied(v *brokerView, addr, cluster string) {
 	}
 }
 
-func (e *Emulator) advance(c consistency.Context) {
+func (e *Emulator) advance(c consistency.Token) {
 	if _, err := e.cfg.Store.Advance(c); err != nil {
 		// Another cluster's token: the rebootstrap machinery decides.
 		e.log(kgo.LogLevelDebug, "emulated token not stored", "token", c.String(), "err", err)
@@ -540,10 +540,10 @@ func (c *conn) emulate(req inflight, resp kmsg.Response) {
 // id), swaps it down to the committed offset. It reports the context it
 // replaced and the one it stored; healed is false when the store was
 // sound (or changed meanwhile).
-func Heal(ctx context.Context, store consistency.Store, o Oracle) (from, to consistency.Context, healed bool, err error) {
+func Heal(ctx context.Context, store consistency.Store, o Oracle) (from, to consistency.Token, healed bool, err error) {
 	committed, err := o.Committed(ctx)
 	if err != nil {
-		return consistency.Context{}, consistency.Context{}, false, err
+		return consistency.Token{}, consistency.Token{}, false, err
 	}
 	cur := store.Load()
 	if cur.IsUnknown() || cur.ClusterID() != committed.ClusterID() || cur.Offset() <= committed.Offset() {

@@ -20,12 +20,12 @@ type scriptedOracle struct {
 	mu        sync.Mutex
 	applied   map[string]int64
 	step      int64
-	committed consistency.Context
+	committed consistency.Token
 	err       error
 	asked     atomic.Int64
 }
 
-func (o *scriptedOracle) Committed(context.Context) (consistency.Context, error) {
+func (o *scriptedOracle) Committed(context.Context) (consistency.Token, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.committed, o.err

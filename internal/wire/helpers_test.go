@@ -113,15 +113,15 @@ func (*memConn) SetWriteDeadline(time.Time) error { return nil }
 // recorder is an Observer that remembers what it was told.
 type recorder struct {
 	mu           sync.Mutex
-	advanced     [][2]consistency.Context
+	advanced     [][2]consistency.Token
 	inconsistent []int16
 	misroutes    [][2]string
 }
 
-func (r *recorder) OnTokenAdvanced(from, to consistency.Context) {
+func (r *recorder) OnTokenAdvanced(from, to consistency.Token) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.advanced = append(r.advanced, [2]consistency.Context{from, to})
+	r.advanced = append(r.advanced, [2]consistency.Token{from, to})
 }
 
 func (r *recorder) OnInconsistentMetadata(_ string, key int16, _, _ int64) {

@@ -27,7 +27,7 @@ const DefaultDialTimeout = 10 * time.Second
 // called synchronously from connection goroutines and must return quickly.
 type Observer interface {
 	// OnTokenAdvanced is called after a response moved the store forward.
-	OnTokenAdvanced(from, to consistency.Context)
+	OnTokenAdvanced(from, to consistency.Token)
 	// OnInconsistentMetadata is called when a broker answered
 	// INCONSISTENT_METADATA: the request carried token sent and the broker
 	// had only applied brokerAt.

@@ -195,7 +195,7 @@ type tokenWaiter struct {
 
 func newTokenWaiter() *tokenWaiter { return &tokenWaiter{changed: make(chan struct{})} }
 
-func (w *tokenWaiter) OnTokenAdvanced(from, to consistency.Context) {
+func (w *tokenWaiter) OnTokenAdvanced(from, to consistency.Token) {
 	w.recorder.OnTokenAdvanced(from, to)
 	w.mu.Lock()
 	defer w.mu.Unlock()

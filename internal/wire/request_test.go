@@ -357,7 +357,7 @@ func TestStampFollowsStore(t *testing.T) {
 	for _, split := range []bool{false, true} {
 		store := knownStore(t, "cluster-a", 5)
 		c, m, _ := newTestConn(t, store, nil)
-		write := func(want consistency.Context) {
+		write := func(want consistency.Token) {
 			t.Helper()
 			defer c.q.pop()
 			m.written.Reset()

@@ -159,7 +159,7 @@ func TestReadMisroute(t *testing.T) {
 		pinned    string
 		got       string
 		misroute  bool
-		wantStore consistency.Context
+		wantStore consistency.Token
 		adopt     bool // the Adopt hook says yes
 	}{
 		{"other cluster than store", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "", "evil", true, consistency.MustOf("abc", 5), false},
