@@ -96,7 +96,7 @@ func TestClusterChangeFollowed(t *testing.T) {
 	defer p.Close(context.Background())
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
 	require.NoError(t, err)
-	waitFor(ctx, t, "the cluster id", func() bool { return f.watcher.Cluster() == "cluster-a" })
+	waitFor(ctx, t, "the cluster id", func() bool { return f.s.Watcher().Cluster() == "cluster-a" })
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), []string{"t"}, GroupID("g"), AutoOffsetReset("earliest"))
 	require.NoError(t, err)
 	defer c.Close()
@@ -173,7 +173,7 @@ func TestClusterChangePinnedConsumer(t *testing.T) {
 	defer c.Close()
 	a.Close()
 	startOnPort(t, "cluster-b", port)
-	f.watcher.Check(false) // what a misroute or a failed record would start
+	f.s.Watcher().Check(false) // what a misroute or a failed record would start
 	for {
 		_, err := c.Poll(ctx, 0)
 		if err != nil {

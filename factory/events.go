@@ -3,11 +3,10 @@ package factory
 import (
 	"context"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 
 	"github.com/kconsist/kconsist/consistency"
-	"github.com/kconsist/kconsist/internal/wire"
+	"github.com/kconsist/kconsist/internal/cluster"
+	"github.com/kconsist/kconsist/internal/session"
 )
 
 // EventKind names what happened.
@@ -116,56 +115,63 @@ func (c *config) emit(ev Event) {
 	}
 }
 
-// wireObserver turns wire-layer callbacks into events.
-type wireObserver struct {
-	f      *Factory
-	o      Observer
-	log    *slog.Logger
-	seeds  map[string]bool
-	pinned bool
-}
-
-// OnStampRejected: a bootstrap server closed the connection of a stamped
-// request, which a KIP-1243 broker of another cluster does; check which
-// cluster the bootstrap servers name now.
-func (w *wireObserver) OnStampRejected(addr string) {
-	if w.seeds[normalAddr(addr)] {
-		w.f.watcher.Check(false)
+// clientEvents returns what turns the wire-layer callbacks of a client
+// with settings cfg into events, or nil when nobody listens (no observer,
+// no logger), which spares the connections the calls.
+func clientEvents(cfg config) session.Observer {
+	if cfg.observer == nil && cfg.logger == nil {
+		return nil
 	}
+	return &eventEmitter{cfg: config{observer: cfg.observer, logger: cfg.logger}}
 }
 
-func (w *wireObserver) cfg() *config { return &config{observer: w.o, logger: w.log} }
+// eventEmitter emits the events of one client's connections; cfg holds
+// only its observer and logger.
+type eventEmitter struct{ cfg config }
 
-func (w *wireObserver) OnTokenAdvanced(_, to consistency.Token) {
-	if w.o == nil && w.log == nil {
+func (e *eventEmitter) OnTokenAdvanced(_, to consistency.Token) {
+	e.cfg.emit(Event{Kind: EventTokenAdvanced, Token: to})
+}
+
+func (e *eventEmitter) OnInconsistentMetadata(addr string, key int16, sent, at int64) {
+	e.cfg.emit(Event{Kind: EventInconsistentMetadata, Addr: addr, APIKey: key, Sent: sent, BrokerAt: at})
+}
+
+func (e *eventEmitter) OnMisroute(addr, expected, got string) {
+	e.cfg.emit(Event{Kind: EventMisroute, Addr: addr, From: expected, To: got})
+}
+
+func (e *eventEmitter) OnAdopted(addr, from, to string) {
+	e.cfg.emit(Event{Kind: EventClusterChanged, Addr: addr, From: from, To: to})
+	e.cfg.emit(Event{Kind: EventStoreReset, Addr: addr, From: from, To: to})
+}
+
+// clusterEvent reports what the cluster watcher found (the session has
+// counted it in Stats).
+func (f *Factory) clusterEvent(ev cluster.Event) {
+	if ev.AuthFailure != nil {
+		// The watcher has logged it: tell the observer only.
+		if o := f.base.observer; o != nil {
+			o.OnEvent(Event{Kind: EventAuthFailed, Err: ev.AuthFailure})
+		}
 		return
 	}
-	w.cfg().emit(Event{Kind: EventTokenAdvanced, Token: to})
-}
-
-func (w *wireObserver) OnInconsistentMetadata(addr string, key int16, sent, at int64) {
-	w.f.inconsistent.Add(1)
-	// Any such answer may be what held a record that then timed out (its
-	// metadata, its producer id): the producer's clock moves for all.
-	w.f.produceMarks.Tick()
-	if h := w.f.healer; h != nil {
-		h.soon()
+	if ev.Rebootstrapped {
+		f.base.emit(Event{Kind: EventRebootstrap, From: ev.From, To: ev.To})
 	}
-	w.cfg().emit(Event{Kind: EventInconsistentMetadata, Addr: addr, APIKey: key, Sent: sent, BrokerAt: at})
-}
-
-// OnProduceInconsistentMetadata: see bridge.ProducerFollow.InconsistentOn.
-func (w *wireObserver) OnProduceInconsistentMetadata(topic string, partition int32) {
-	w.f.produceMarks.Mark(topic, partition)
-}
-
-func (w *wireObserver) OnMisroute(addr, expected, got string) {
-	if w.pinned {
-		// The pinned cluster may be gone from behind the bootstrap
-		// servers; find out, so that waiting records fail.
-		w.f.watcher.Check(false)
+	if ev.Changed {
+		f.base.emit(Event{Kind: EventClusterChanged, From: ev.From, To: ev.To})
 	}
-	w.cfg().emit(Event{Kind: EventMisroute, Addr: addr, From: expected, To: got})
+	if ev.StoreReset {
+		f.base.emit(Event{Kind: EventStoreReset, From: ev.From, To: ev.To})
+	}
+}
+
+// consistencyOff reports that the emulation turned itself off.
+func (f *Factory) consistencyOff(reason error) {
+	if o := f.base.observer; o != nil {
+		o.OnEvent(Event{Kind: EventConsistencyOff, Err: reason})
+	}
 }
 
 // Stats are counters summed over every client of a factory.
@@ -177,58 +183,4 @@ type Stats struct {
 	InconsistentMetadata uint64 // INCONSISTENT_METADATA answers retried
 	Rebootstraps         uint64
 	StoreResets          uint64
-}
-
-// wireStats sums the counters of the interceptors of live clients, plus
-// those of closed clients, folded into closed when they close.
-type wireStats struct {
-	mu           sync.Mutex
-	interceptors map[*wire.Interceptor]struct{}
-	closed       wire.Stats
-	rebootstraps atomic.Uint64
-	storeResets  atomic.Uint64
-}
-
-func (s *wireStats) add(i *wire.Interceptor) {
-	s.mu.Lock()
-	if s.interceptors == nil {
-		s.interceptors = map[*wire.Interceptor]struct{}{}
-	}
-	s.interceptors[i] = struct{}{}
-	s.mu.Unlock()
-}
-
-func (s *wireStats) remove(i *wire.Interceptor) {
-	s.mu.Lock()
-	if _, ok := s.interceptors[i]; ok {
-		delete(s.interceptors, i)
-		addStats(&s.closed, i.Stats())
-	}
-	s.mu.Unlock()
-}
-
-func addStats(dst *wire.Stats, st wire.Stats) {
-	dst.RequestsStamped += st.RequestsStamped
-	dst.ResponsesRead += st.ResponsesRead
-	dst.TokensAdvanced += st.TokensAdvanced
-	dst.Misroutes += st.Misroutes
-	dst.InconsistentMetadata += st.InconsistentMetadata
-}
-
-func (s *wireStats) snapshot() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sum := s.closed
-	for i := range s.interceptors {
-		addStats(&sum, i.Stats())
-	}
-	return Stats{
-		RequestsStamped:      sum.RequestsStamped,
-		ResponsesRead:        sum.ResponsesRead,
-		TokensAdvanced:       sum.TokensAdvanced,
-		Misroutes:            sum.Misroutes,
-		InconsistentMetadata: sum.InconsistentMetadata,
-		Rebootstraps:         s.rebootstraps.Load(),
-		StoreResets:          s.storeResets.Load(),
-	}
 }

@@ -233,7 +233,7 @@ func TestObserverAndLoggerGetEvents(t *testing.T) {
 		mu.Unlock()
 	})))
 	require.NoError(t, err)
-	f.rebootstrapEvent(cluster.Event{Rebootstrapped: true, From: "a", To: "b", StoreReset: true})
+	f.s.Watcher().OnEvent(cluster.Event{Rebootstrapped: true, From: "a", To: "b", StoreReset: true})
 	mu.Lock()
 	require.Equal(t, []EventKind{EventRebootstrap, EventStoreReset}, got)
 	mu.Unlock()

@@ -119,7 +119,7 @@ func TestDialTimeoutBoundsTLSHandshake(t *testing.T) {
 func TestKgoOptsCannotUndoGuarantees(t *testing.T) {
 	seeds := BootstrapServers("127.0.0.1:1")
 	capped := kversion.Stable()
-	capped.SetMaxKeyVersion(apiVersionsKey, 4)
+	capped.SetMaxKeyVersion(18, 4) // ApiVersions: the cluster check off
 	hook := kgo.OnRebootstrapRequired(func() ([]string, error) { return nil, nil })
 	for name, tc := range map[string]struct {
 		base   []Opt

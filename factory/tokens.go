@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -69,22 +66,17 @@ func (f *Factory) CheckToken(ctx context.Context, tok consistency.Token) error {
 	if tok.IsUnknown() {
 		return nil
 	}
-	o, err := f.tokenOracle()
-	if err != nil {
-		return err
+	if f.base.mode == ModeOff {
+		return fmt.Errorf("%w: consistency.mode is off: the factory keeps no tokens", ErrConfig)
 	}
-	cl, err := o.client()
-	if err != nil {
-		return err
-	}
-	cluster, err := o.refresh(ctx, cl)
+	cluster, err := f.s.AskCluster(ctx)
 	if err != nil {
 		return fmt.Errorf("factory: checking token %v: %w", tok, err)
 	}
 	if cluster != tok.ClusterID() {
 		return &TokenError{Token: tok, Cluster: cluster, Committed: -1}
 	}
-	committed, err := o.Committed(ctx)
+	committed, err := f.s.Committed(ctx)
 	switch {
 	case errors.Is(err, wire.ErrEmulationUnsupported), errors.Is(err, kerr.ClusterAuthorizationFailed):
 		f.logger().Debug("the committed metadata offset cannot be asked; the token's offset is not checked", "token", tok.String(), "err", err)
@@ -102,9 +94,9 @@ func (f *Factory) CheckToken(ctx context.Context, tok consistency.Token) error {
 // Session, which confines a token to the work it came with.
 func (f *Factory) Accept(ctx context.Context, tok consistency.Token) (consistency.Token, error) {
 	if err := f.CheckToken(ctx, tok); err != nil {
-		return f.store.Load(), err
+		return f.Token(), err
 	}
-	return f.store.Advance(tok)
+	return f.s.Store().Advance(tok)
 }
 
 // Session checks tok (see CheckToken) and returns a factory for the work
@@ -117,74 +109,11 @@ func (f *Factory) Session(ctx context.Context, tok consistency.Token) (*Factory,
 	if err := f.CheckToken(ctx, tok); err != nil {
 		return nil, err
 	}
-	f.life.RLock()
-	defer f.life.RUnlock()
-	if f.closed {
-		return nil, ErrClosed
+	s, err := f.s.Child(tok)
+	if err != nil {
+		return nil, err
 	}
-	s := &Factory{
-		store:   consistency.NewSession(f.store, tok),
-		base:    f.base,
-		watcher: f.watcher,
-		emu:     f.emu,
-		oracle:  f.oracle,
-		healer:  f.healer,
-		parent:  f,
-	}
-	s.learnOnce.Do(func() {}) // the parent's watcher already runs
-	return s, nil
-}
-
-// tokenOracle returns the oracle, made on demand for modes that have no
-// emulator.
-func (f *Factory) tokenOracle() (*oracle, error) {
-	if f.oracle == nil {
-		return nil, fmt.Errorf("%w: consistency.mode is off: the factory keeps no tokens", ErrConfig)
-	}
-	return f.oracle, nil
-}
-
-// healer checks the store against the committed offset after an
-// INCONSISTENT_METADATA answer (the emulator checks on its own waits), at
-// most once a second, on a goroutine Close waits for.
-type healer struct {
-	f       *Factory
-	running atomic.Bool
-	last    atomic.Int64
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	closed  bool
-}
-
-func (h *healer) soon() {
-	now := time.Now().UnixNano()
-	last := h.last.Load()
-	if now-last < int64(time.Second) || !h.running.CompareAndSwap(false, true) {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		h.running.Store(false)
-		return
-	}
-	h.last.Store(now)
-	h.wg.Go(func() {
-		defer h.running.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		from, to, healed, err := wire.Heal(ctx, h.f.store, h.f.oracle)
-		if err == nil && healed {
-			h.f.healed(from, to)
-		}
-	})
-}
-
-func (h *healer) close() {
-	h.mu.Lock()
-	h.closed = true
-	h.mu.Unlock()
-	h.wg.Wait()
+	return &Factory{base: f.base, s: s}, nil
 }
 
 func (f *Factory) logger() *slog.Logger {

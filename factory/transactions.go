@@ -112,9 +112,7 @@ func NewGroupTransactSession[K, V any](f *Factory, keys producer.Serializer[K], 
 			return s.Client(), nil
 		}
 	}))
-	f.life.RLock()
-	defer f.life.RUnlock()
-	if f.closed {
+	if f.s.Closed() {
 		return nil, ErrClosed
 	}
 	cfg, err := f.clientConfig(opts)
@@ -137,17 +135,15 @@ func NewGroupTransactSession[K, V any](f *Factory, keys producer.Serializer[K], 
 		// offsets in a group, and the option is a deprecated no-op.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 	}
-	if _, err := f.build(cfg, extra); err != nil {
+	b, err := f.describe(cfg, extra)
+	if err != nil {
+		return nil, err
+	}
+	follow, err := f.s.GroupTransact(b)
+	if err != nil {
 		return nil, err
 	}
 	gs := new(producer.GroupTransactSession[K, V])
-	bridge.InitGroupTransactSession(gs, sess, keys, values, bridge.ProducerFollow{
-		Watch:          f.watcher,
-		Cluster:        f.watcher.Cluster,
-		Inconsistent:   f.produceMarks.Clock,
-		InconsistentOn: f.produceMarks.At,
-		TopicHeldAt:    f.produceMarks.TopicHeldAt,
-		Auth:           f.authWatch(cfg),
-	})
+	bridge.InitGroupTransactSession(gs, sess, keys, values, follow)
 	return gs, nil
 }

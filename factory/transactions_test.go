@@ -277,7 +277,7 @@ func TestTransactionClusterChange(t *testing.T) {
 	require.NoError(t, p.BeginTransaction())
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
 	require.NoError(t, err)
-	waitFor(ctx, t, "the cluster id", func() bool { return f.watcher.Cluster() == "cluster-a" })
+	waitFor(ctx, t, "the cluster id", func() bool { return f.s.Watcher().Cluster() == "cluster-a" })
 	a.Close()
 	b := startOnPort(t, "cluster-b", port)
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "lost"})

@@ -2,6 +2,11 @@
 // admin clients without those packages exporting constructors that would
 // let users make a client without the factory's guarantee.
 //
+// The follow descriptions (ProducerFollow, ConsumerFollow) are made by the
+// factory's session (internal/session), which owns the cluster watcher
+// and builds the franz-go clients they swap in; the factory hands them,
+// with the typed value it allocated, to the hooks below.
+//
 // Each of producer, consumer and admin sets its hooks below in an init
 // function; factory imports them, so the hooks are set before any factory
 // code runs. Generic types cannot be built through a function variable, so
@@ -145,7 +150,7 @@ type ProducerFollow struct {
 	Cluster func() string
 	// Released, when not nil, is called once, when the last producer
 	// attached to a shared client begins to close it: from then on Attach
-	// refuses it, and the factory forgets it.
+	// refuses it, and the session forgets it.
 	Released func()
 }
 

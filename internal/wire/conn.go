@@ -122,6 +122,12 @@ type conn struct {
 	lastWrite int64   // unix nanoseconds of the last Write (see idle.go)
 	peek      *peeker // made at the first idle check
 
+	// moved, when not nil, is the node this connection was redirected to
+	// (see relocate.go): its first request must name it.
+	moved          *moved
+	movedChecked   bool        // the first request named it
+	movedAnnounced atomic.Bool // the Relocator was told
+
 	rh      respHeader
 	cur     inflight // the request the frame being parsed answers
 	haveCur bool
@@ -159,10 +165,18 @@ func (c *conn) Write(p []byte) (int, error) {
 	if c.idleClosed(time.Now().UnixNano()) {
 		return 0, c.idleClosedError()
 	}
+	if c.moved != nil && !c.movedChecked {
+		if err := c.checkMoved(p); err != nil {
+			return 0, err
+		}
+	}
 	// kgo writes each request whole, in one call: such a frame needs no
 	// state kept across writes.
 	if c.wbody == 0 && !c.winHeader && !c.wraw && len(p) <= coalesceMax {
 		if parseRequest(p, &c.wh) == nil && 4+int(c.wh.size) == len(p) {
+			if c.wh.key == apiVersionsKey && c.i.reloc.r != nil {
+				c.noteAPIVersions(p)
+			}
 			return c.writeFrame(p)
 		}
 	}
@@ -366,6 +380,7 @@ func (c *conn) stamp(dst, src []byte) ([]byte, bool, error) {
 		}
 	} else {
 		c.noteNoAck(h)
+		c.announceMove() // no answer will come to wait for
 	}
 	return dst, stamped, nil
 }
@@ -429,6 +444,7 @@ func (c *conn) Read(p []byte) (int, error) {
 				if rerr != nil {
 					if !c.dead.Load() && peerEnded(rerr) {
 						c.peerClosed()
+						c.i.noteClose(c.addr)
 					}
 					c.dead.Store(true)
 				}
@@ -518,6 +534,9 @@ func (c *conn) scan(b []byte) (int, error) {
 		c.hb = c.hb[:0] // after observe: the header state may alias hb
 		if err != nil {
 			return frameStart, err
+		}
+		if c.moved != nil && !isSetupKey(req.key) {
+			c.announceMove()
 		}
 		if req.raw {
 			c.rraw = true
@@ -740,5 +759,6 @@ func deadlineNanos(t time.Time) int64 {
 // gives up.
 func (c *conn) Close() error {
 	c.dead.Store(true)
+	c.announceMove() // a redirected connection closed before any answer
 	return c.Conn.Close()
 }

@@ -18,6 +18,10 @@
 //   - A response naming another cluster is a misrouted connection: the store
 //     is left alone and the connection fails, so kgo reconnects and the
 //     KIP-1242 ApiVersions check decides what happens next.
+//   - With a [Relocator], a dial to an address whose broker just closed a
+//     connection first asks the bootstrap servers where that node went, and
+//     follows a move; the new connection must open with kgo's KIP-1242
+//     ApiVersions naming the node (see relocate.go).
 //   - A response whose token is below the one sent may carry
 //     INCONSISTENT_METADATA. Only such frames are held back and decoded; see
 //     inconsistent.go for how each kind of request is then retried by kgo.

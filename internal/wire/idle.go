@@ -45,6 +45,7 @@ func (c *conn) idleClosed(now int64) bool {
 			c.i.log(kgo.LogLevelDebug, "the broker closed the idle connection; refusing the write so that it is retried on a new connection", "addr", c.addr)
 		}
 		c.dead.Store(true)
+		c.i.noteClose(c.addr)
 		return true
 	default:
 		return false

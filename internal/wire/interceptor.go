@@ -87,6 +87,12 @@ type Config struct {
 	// whose response headers carry none (see emulate.go). It must work on
 	// Store. One Emulator may serve many Interceptors.
 	Emulator *Emulator
+	// Relocator, when not nil, is asked where a broker went before a dial
+	// to an address whose broker just closed a connection, and the dial
+	// follows a move (see relocate.go). Only useful with kgo's KIP-1242
+	// check on: the node to follow is learnt from its ApiVersions v5
+	// requests, and a redirected connection must open with one.
+	Relocator Relocator
 }
 
 // Interceptor makes and wraps connections that stamp and read consistency
@@ -103,6 +109,7 @@ type Interceptor struct {
 	expected func() string
 	adopt    func(addr, cluster string) bool
 	emu      *Emulator
+	reloc    relocation
 
 	stamped, read, advanced, misroutes, inconsistent atomic.Uint64
 }
@@ -135,6 +142,7 @@ func New(cfg Config) (*Interceptor, error) {
 		expected: cfg.ExpectedCluster,
 		adopt:    cfg.Adopt,
 		emu:      cfg.Emulator,
+		reloc:    relocation{r: cfg.Relocator},
 	}
 	if i.code == 0 {
 		i.code = DefaultInconsistentMetadataCode
@@ -150,20 +158,34 @@ func New(cfg Config) (*Interceptor, error) {
 
 // DialContext dials addr (and runs the TLS handshake when Config.TLS is
 // set) and returns the intercepting connection. Pass it to kgo.Dialer. The
-// whole dial ends after Config.DialTimeout, or earlier with ctx.
+// whole dial ends after Config.DialTimeout, or earlier with ctx. With a
+// Config.Relocator, a dial to an address whose broker just closed a
+// connection may go to the broker's new address instead (see relocate.go).
 func (i *Interceptor) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, i.timeout)
 	defer cancel()
-	c, err := i.dial(ctx, network, addr)
+	target := addr
+	to, mv := i.relocate(ctx, addr)
+	if mv != nil {
+		target = to
+	}
+	c, err := i.dial(ctx, network, target)
+	if err != nil && mv != nil {
+		// The new address does not answer: dial the old one, as
+		// without a Relocator.
+		i.log(kgo.LogLevelInfo, "the broker's new address does not answer; dialing its old one", "addr", addr, "to", to, "err", err)
+		target, mv = addr, nil
+		c, err = i.dial(ctx, network, addr)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if i.tls != nil {
 		cfg := i.tls.Clone()
 		if cfg.ServerName == "" {
-			host, _, splitErr := net.SplitHostPort(addr)
+			host, _, splitErr := net.SplitHostPort(target)
 			if splitErr != nil {
-				host = addr
+				host = target
 			}
 			cfg.ServerName = host
 		}
@@ -175,7 +197,9 @@ func (i *Interceptor) DialContext(ctx context.Context, network, addr string) (ne
 		}
 		c = tc
 	}
-	return i.Wrap(c, addr), nil
+	cn := newConn(i, c, addr)
+	cn.moved = mv
+	return cn, nil
 }
 
 // ErrNotTLS is matched (errors.Is) by the dial error of a peer that closed

@@ -1,0 +1,57 @@
+// Package session holds the runtime state of one factory: everything that
+// follows a cluster for the clients the factory hands out.
+//
+// # Ownership
+//
+// A factory creates one [Session] in factory.New and closes it in its own
+// Close. The factory keeps the public API and the configuration: options,
+// properties, validation, role checks. For each client it resolves its
+// settings into a [Build], a description already checked and translated to
+// franz-go options, and asks the session for the client. The session never
+// sees the factory's option types.
+//
+// The session owns:
+//   - the consistency store every client stamps from and advances;
+//   - the cluster watcher (internal/cluster), which learns the cluster id
+//     when the first client is made and probes the bootstrap servers with
+//     the factory's own settings;
+//   - the emulator, its oracle (a franz-go client of its own, made on first
+//     use) and the healer, in the modes that keep tokens;
+//   - the counters of [Stats] and the clocks of INCONSISTENT_METADATA
+//     answers that producers read;
+//   - the franz-go producer clients that producers of equal settings share,
+//     by the key the factory computes;
+//   - its life: after Close, every constructor returns Config.ErrClosed,
+//     and Close has joined the watcher's, the oracle's and the healer's
+//     goroutines.
+//
+// It does not own the clients it made: users close them. A franz-go client
+// the session made reports its close through a hook, which folds the
+// client's counters into Stats.
+//
+// A child session ([Session.Child], for factory.Factory.Session) has a store
+// of its own over its parent's (consistency.NewSession) and counters of its
+// own, and shares the parent's watcher, emulator, oracle and healer. Its
+// Close stops only its own constructors; the parent's Close stops what they
+// share.
+//
+// # Generations and client swaps
+//
+// The watcher counts cluster changes (its generation): a probe that finds
+// the bootstrap servers naming another cluster than the one known raises it
+// and calls the OnChange callbacks. Every producer and consumer gets a
+// follow description (bridge.ProducerFollow, bridge.ConsumerFollow) made
+// here: the watcher to hear changes from, whether the client is pinned,
+// and NewClient, which builds the same client again from its Build (after
+// Close it fails with ErrClosed). A consumer that follows swaps at once,
+// from its OnChange callback, to a client NewClient made on the new
+// cluster. A producer swaps when a record fails: it waits for the checks
+// in flight (Settle), and if the generation moved since its client was
+// made, sends the record again on a new client. A pinned client never
+// swaps: its work fails with a rebootstrap.ClusterChangedError naming the
+// pin and the new cluster, and a pinned producer refuses records at once
+// while the bootstrap servers name another cluster (Refuse), asking the
+// watcher again every Recheck. Clients whose security settings are the
+// factory's also watch the probes' authentication failures
+// (bridge.AuthWatch).
+package session

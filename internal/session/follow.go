@@ -1,0 +1,135 @@
+package session
+
+import (
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/internal/bridge"
+	"github.com/kconsist/kconsist/rebootstrap"
+)
+
+// Producer attaches a producer to the franz-go client of producers with
+// key, made from b when there is none yet (or the last producer on it is
+// closing it); a nil key gives the producer a client of its own. attach
+// attaches the typed producer the caller made to a client and reports
+// whether it could (see bridge.ProducerClient.Attach); on a client just
+// made it always can. key must be comparable. After Close it returns
+// Config.ErrClosed.
+func (s *Session) Producer(b Build, key any, attach func(bridge.ProducerClient) bool) error {
+	s.life.RLock()
+	defer s.life.RUnlock()
+	if s.closed {
+		return s.cfg.ErrClosed
+	}
+	if key == nil {
+		c, err := s.newProducerClient(b, nil)
+		if err != nil {
+			return err
+		}
+		attach(c)
+		return nil
+	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	if c := s.producers[key]; c != nil && attach(c) {
+		return nil
+	}
+	var c bridge.ProducerClient
+	c, err := s.newProducerClient(b, func() {
+		s.pmu.Lock()
+		if s.producers[key] == c {
+			delete(s.producers, key)
+		}
+		s.pmu.Unlock()
+	})
+	if err != nil {
+		return err
+	}
+	if s.producers == nil {
+		s.producers = map[any]bridge.ProducerClient{}
+	}
+	s.producers[key] = c
+	attach(c)
+	return nil
+}
+
+// newProducerClient makes the franz-go client of producers described by b;
+// released, if not nil, is called when the last producer on it closes.
+// s.life is held shared.
+func (s *Session) newProducerClient(b Build, released func()) (bridge.ProducerClient, error) {
+	cl, err := s.userClient(b)
+	if err != nil {
+		return nil, err
+	}
+	f := s.producerFollow(b)
+	f.Pinned = b.Pin != ""
+	f.Changed = s.changed(b.Pin)
+	f.Refuse = func() error {
+		if now := s.watcher.Cluster(); now != "" && now != b.Pin {
+			return &rebootstrap.ClusterChangedError{From: b.Pin, To: now}
+		}
+		return nil
+	}
+	f.Recheck = b.Recheck
+	f.NewClient = func() (*kgo.Client, error) { return s.Client(b) }
+	f.Released = released
+	return bridge.NewProducerClient(cl, f), nil
+}
+
+// producerFollow is what every client that produces follows: cluster
+// changes (though a transaction never follows one), the clocks of
+// INCONSISTENT_METADATA answers and authentication failures.
+func (s *Session) producerFollow(b Build) bridge.ProducerFollow {
+	return bridge.ProducerFollow{
+		Watch:          s.watcher,
+		Cluster:        s.watcher.Cluster,
+		Inconsistent:   s.produceMarks.Clock,
+		InconsistentOn: s.produceMarks.At,
+		TopicHeldAt:    s.produceMarks.TopicHeldAt,
+		Auth:           s.authWatch(b),
+	}
+}
+
+// Consumer returns a consumer's client made from b and how it follows
+// cluster changes. After Close it returns Config.ErrClosed.
+func (s *Session) Consumer(b Build) (*kgo.Client, bridge.ConsumerFollow, error) {
+	cl, err := s.Client(b)
+	if err != nil {
+		return nil, bridge.ConsumerFollow{}, err
+	}
+	return cl, bridge.ConsumerFollow{
+		Watch:     s.watcher,
+		Pinned:    b.Pin != "",
+		Changed:   s.changed(b.Pin),
+		NewClient: func() (*kgo.Client, error) { return s.Client(b) },
+		Auth:      s.authWatch(b),
+	}, nil
+}
+
+// GroupTransact makes the client of a GroupTransactSession with b, whose
+// NewClient keeps the session it wraps, and returns what the session
+// follows: it never swaps its client. After Close it returns
+// Config.ErrClosed.
+func (s *Session) GroupTransact(b Build) (bridge.ProducerFollow, error) {
+	if _, err := s.Client(b); err != nil {
+		return bridge.ProducerFollow{}, err
+	}
+	return s.producerFollow(b), nil
+}
+
+// changed returns the error of a pinned client after a cluster change.
+func (s *Session) changed(pin string) func() error {
+	return func() error {
+		return &rebootstrap.ClusterChangedError{From: pin, To: s.watcher.Cluster()}
+	}
+}
+
+// authWatch returns the watcher as the authentication-failure watch of a
+// client described by b, or nil when the watcher's probes say nothing
+// about it. An interface, so that "none" is a nil interface and not a nil
+// *cluster.Watcher.
+func (s *Session) authWatch(b Build) bridge.AuthWatch {
+	if !b.BaseSecurity {
+		return nil
+	}
+	return s.watcher
+}

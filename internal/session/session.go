@@ -1,0 +1,213 @@
+package session
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/bridge"
+	"github.com/kconsist/kconsist/internal/cluster"
+	"github.com/kconsist/kconsist/internal/wire"
+)
+
+// Config is what a session needs of its factory, fixed for its life.
+type Config struct {
+	// Store is the store the clients share. Required.
+	Store consistency.Store
+	// Base describes a client with the factory's own settings: the
+	// watcher's probes and the oracle are built from it (without its
+	// Observer, Hooks and Extra).
+	Base Build
+	// NoTokens: the clients send and keep no tokens (consistency.mode
+	// off); there is then no oracle, healer or emulator.
+	NoTokens bool
+	// Emulate makes tokens from KRaft offsets for brokers that send none;
+	// ForceEmulation for every broker.
+	Emulate, ForceEmulation bool
+	// Logger gets the watcher's and the emulator's logs. May be nil.
+	Logger *slog.Logger
+
+	// OnClusterEvent hears what the watcher found (the session has
+	// counted store resets already); OnConsistencyOff that the emulation
+	// turned itself off; OnTokenHealed that the store was lowered to the
+	// cluster's committed offset. Each may be nil. OnClusterEvent runs on
+	// the watcher's goroutine, which Close waits for.
+	OnClusterEvent   func(cluster.Event)
+	OnConsistencyOff func(reason error)
+	OnTokenHealed    func(from, to consistency.Token)
+
+	// ErrClosed is returned by every constructor once the session is
+	// closed; ErrConfig is wrapped around franz-go's refusal of a client's
+	// options. Required: they are the factory's sentinels.
+	ErrClosed, ErrConfig error
+}
+
+// Session is the runtime state of one factory; see the package doc. It is
+// safe for concurrent use.
+type Session struct {
+	cfg   Config
+	store consistency.Store
+
+	watcher *cluster.Watcher
+	// emu makes tokens from KRaft offsets; oracle asks the cluster for
+	// it and for CheckToken; healer lowers a store beyond the committed
+	// offset. All three are nil where the mode does not use them.
+	emu    *wire.Emulator
+	oracle *oracle
+	healer *healer
+	// parent is the session a child was made from: the watcher, emulator,
+	// oracle and healer are the parent's, and the child closes none of
+	// them.
+	parent *Session
+
+	stats wireStats
+	// produceMarks notes which produce partitions were answered
+	// INCONSISTENT_METADATA (bridge.ProducerFollow.InconsistentOn).
+	produceMarks wire.ProduceMarks
+	// learnOnce starts the watcher learning the cluster id when the first
+	// client is made.
+	learnOnce sync.Once
+
+	// life is held shared while a client is made and exclusively by
+	// Close, so that no client is made after Close returns.
+	life   sync.RWMutex
+	closed bool
+
+	// producers holds the franz-go client that producers of one key
+	// share (see Producer); pmu guards it.
+	pmu       sync.Mutex
+	producers map[any]bridge.ProducerClient
+}
+
+// New returns the session of a new factory. Nothing runs until the first
+// client is made.
+func New(cfg Config) (*Session, error) {
+	s := &Session{cfg: cfg, store: cfg.Store}
+	if !cfg.NoTokens {
+		s.oracle = &oracle{s: s}
+		s.healer = &healer{s: s}
+	}
+	if cfg.Emulate && !cfg.NoTokens {
+		emu, err := wire.NewEmulator(wire.EmulationConfig{
+			Store:    s.store,
+			Oracle:   s.oracle,
+			Force:    cfg.ForceEmulation,
+			Logger:   KgoLogger(cfg.Logger),
+			OnHealed: s.healed,
+			OnOff: func(reason error) {
+				if cfg.OnConsistencyOff != nil {
+					cfg.OnConsistencyOff(reason)
+				}
+			},
+		})
+		if err != nil {
+			return nil, configError(cfg.ErrConfig, err)
+		}
+		s.emu = emu
+	}
+	s.watcher = &cluster.Watcher{Store: s.store, OnEvent: s.clusterEvent, Pin: cfg.Base.Pin, Logger: cfg.Logger}
+	// The probes use a store of their own, which stays Unknown, so they
+	// never stamp a token.
+	s.watcher.Probe = cluster.SeedProbe(func() (*kgo.Client, error) {
+		return s.newKgo(s.cfg.Base, consistency.NewMemoryStore(), false)
+	})
+	return s, nil
+}
+
+// Child returns a session whose store is tok over s's store
+// (consistency.NewSession), sharing s's watcher, emulator, oracle and
+// healer; see the package doc.
+func (s *Session) Child(tok consistency.Token) (*Session, error) {
+	s.life.RLock()
+	defer s.life.RUnlock()
+	if s.closed {
+		return nil, s.cfg.ErrClosed
+	}
+	c := &Session{
+		cfg:     s.cfg,
+		store:   consistency.NewSession(s.store, tok),
+		watcher: s.watcher,
+		emu:     s.emu,
+		oracle:  s.oracle,
+		healer:  s.healer,
+		parent:  s,
+	}
+	c.learnOnce.Do(func() {}) // the parent's watcher already runs
+	return c, nil
+}
+
+// Close stops the session's constructors and, unless it is a child, the
+// watcher's checks, the healer and the oracle's client, and waits for their
+// goroutines. It closes none of the clients it made.
+func (s *Session) Close() {
+	s.life.Lock()
+	s.closed = true
+	s.life.Unlock()
+	if s.parent != nil {
+		return
+	}
+	s.watcher.Close()
+	if s.healer != nil {
+		s.healer.close()
+	}
+	if s.oracle != nil {
+		s.oracle.close()
+	}
+}
+
+// Store returns the store the session's clients share.
+func (s *Session) Store() consistency.Store { return s.store }
+
+// Watcher returns the cluster watcher the session's clients follow.
+func (s *Session) Watcher() *cluster.Watcher { return s.watcher }
+
+// clusterEvent counts what the watcher found and passes it on.
+func (s *Session) clusterEvent(ev cluster.Event) {
+	if ev.StoreReset {
+		s.stats.storeResets.Add(1)
+	}
+	if s.cfg.OnClusterEvent != nil {
+		s.cfg.OnClusterEvent(ev)
+	}
+}
+
+// AskCluster asks the bootstrap servers which cluster they belong to,
+// without a token.
+func (s *Session) AskCluster(ctx context.Context) (string, error) {
+	o, err := s.tokenOracle()
+	if err != nil {
+		return "", err
+	}
+	cl, err := o.client()
+	if err != nil {
+		return "", err
+	}
+	return o.refresh(ctx, cl)
+}
+
+// Committed returns the cluster id and the last committed offset of its
+// metadata log; see the oracle.
+func (s *Session) Committed(ctx context.Context) (consistency.Token, error) {
+	o, err := s.tokenOracle()
+	if err != nil {
+		return consistency.Token{}, err
+	}
+	return o.Committed(ctx)
+}
+
+func (s *Session) tokenOracle() (*oracle, error) {
+	if s.oracle == nil {
+		return nil, errNoTokens
+	}
+	return s.oracle, nil
+}
+
+// Closed reports whether Close was called.
+func (s *Session) Closed() bool {
+	s.life.RLock()
+	defer s.life.RUnlock()
+	return s.closed
+}

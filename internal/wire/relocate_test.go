@@ -1,0 +1,392 @@
+package wire
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+// fakeBroker answers every request with a four-byte body and closes its
+// connections on demand.
+type fakeBroker struct {
+	ln       net.Listener
+	accepted atomic.Int64
+	mu       sync.Mutex
+	conns    []net.Conn
+	wg       sync.WaitGroup
+}
+
+func newFakeBroker(t *testing.T) *fakeBroker {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &fakeBroker{ln: ln}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.accepted.Add(1)
+			b.mu.Lock()
+			b.conns = append(b.conns, c)
+			b.mu.Unlock()
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				b.serve(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		b.closeConns()
+		b.wg.Wait()
+	})
+	return b
+}
+
+func (b *fakeBroker) addr() string { return b.ln.Addr().String() }
+
+// waitAccepted waits until b accepted n connections; the accept loop may
+// count one after the dial returned.
+func (b *fakeBroker) waitAccepted(t *testing.T, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.accepted.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s accepted %d connections, want %d", b.addr(), b.accepted.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (b *fakeBroker) serve(c net.Conn) {
+	defer c.Close()
+	for {
+		var size [4]byte
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			return
+		}
+		req := make([]byte, binary.BigEndian.Uint32(size[:]))
+		if _, err := io.ReadFull(c, req); err != nil {
+			return
+		}
+		corr := int32(binary.BigEndian.Uint32(req[4:8]))
+		if _, err := c.Write(respFrame(corr, nil, []byte{0, 0, 0, 0})); err != nil {
+			return
+		}
+	}
+}
+
+func (b *fakeBroker) closeConns() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.conns {
+		c.Close()
+	}
+	b.conns = nil
+}
+
+// fakeRelocator answers Locate with to (or err, or waits for ctx when
+// block is set) and counts calls.
+type fakeRelocator struct {
+	mu        sync.Mutex
+	to        string
+	err       error
+	block     bool
+	located   []string // "addr cluster node" per call
+	relocated atomic.Int64
+}
+
+func (r *fakeRelocator) Locate(ctx context.Context, addr, cluster string, node int32) (string, error) {
+	r.mu.Lock()
+	r.located = append(r.located, addr+" "+cluster+" "+string(rune('0'+node)))
+	to, err, block := r.to, r.err, r.block
+	r.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	return to, err
+}
+
+func (r *fakeRelocator) Relocated(string, string, int32) { r.relocated.Add(1) }
+
+func (r *fakeRelocator) calls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.located...)
+}
+
+func apiVersionsV5(cluster string, node int32) kmsg.Request {
+	r := kmsg.NewPtrApiVersionsRequest()
+	r.Version = 5
+	r.ClientSoftwareName, r.ClientSoftwareVersion = "kgo", "1"
+	r.ClusterID = &cluster
+	r.NodeID = node
+	return r
+}
+
+// exchange writes req and reads its four-byte answer.
+func exchange(t *testing.T, c net.Conn, req kmsg.Request, corr int32) {
+	t.Helper()
+	frame := reqFrame(req, corr)
+	if n, err := c.Write(frame); err != nil || n != len(frame) {
+		t.Fatalf("write %d: %d of %d bytes, %v", corr, n, len(frame), err)
+	}
+	resp := make([]byte, len(respFrame(corr, nil, []byte{0, 0, 0, 0})))
+	if _, err := io.ReadFull(c, resp); err != nil {
+		t.Fatalf("read %d: %v", corr, err)
+	}
+}
+
+// knownThenClosed dials old, names node 3 of cluster "c" there as kgo's
+// ApiVersions v5 does, and has the broker close the connection, which the
+// reader sees.
+func knownThenClosed(t *testing.T, ctx context.Context, ic *Interceptor, old *fakeBroker) {
+	t.Helper()
+	c, err := ic.DialContext(ctx, "tcp", old.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	exchange(t, c, apiVersionsV5("c", 3), 1)
+	old.closeConns()
+	if _, err := c.Read(make([]byte, 16)); !errors.Is(err, io.EOF) {
+		t.Fatalf("read after the broker's close: %v, want io.EOF", err)
+	}
+}
+
+func newRelocating(t *testing.T, r Relocator) *Interceptor {
+	t.Helper()
+	ic, err := New(Config{Store: consistency.NewMemoryStore(), Relocator: r, DialTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ic
+}
+
+// TestRelocateFollowsMove: after the broker at an address closed a
+// connection, the next dial there asks where the node went and goes to its
+// new address; that connection lets nothing but the ApiVersions v5 naming
+// the node through first, and the Relocator hears of the move after the
+// first answer beyond ApiVersions. Later dials in the window reuse the
+// answer.
+func TestRelocateFollowsMove(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	old, moved := newFakeBroker(t), newFakeBroker(t)
+	r := &fakeRelocator{to: moved.addr()}
+	ic := newRelocating(t, r)
+
+	// No close yet: a dial goes where it is told, asking nobody.
+	c, err := ic.DialContext(ctx, "tcp", old.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if n := len(r.calls()); n != 0 {
+		t.Fatalf("a dial that followed no close asked the Relocator %d times", n)
+	}
+
+	knownThenClosed(t, ctx, ic, old)
+	oldAccepts := old.accepted.Load()
+	c, err = ic.DialContext(ctx, "tcp", old.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := r.calls(); len(got) != 1 || got[0] != old.addr()+" c 3" {
+		t.Fatalf("Locate calls %q, want one for node 3 of c at %s", got, old.addr())
+	}
+	moved.waitAccepted(t, 1)
+	if moved.accepted.Load() != 1 || old.accepted.Load() != oldAccepts {
+		t.Fatalf("the dial reached the new address %d times, the old one %d more times; want 1 and 0",
+			moved.accepted.Load(), old.accepted.Load()-oldAccepts)
+	}
+	// Nothing but the node's own ApiVersions v5 goes first.
+	for _, req := range []kmsg.Request{metadataReq(1), apiVersionsReq(4), apiVersionsV5("c", 4), apiVersionsV5("other", 3)} {
+		if n, err := c.Write(reqFrame(req, 9)); n != 0 || !errors.Is(err, errMovedCheck) {
+			t.Fatalf("first request %T v%d on a redirected connection: %d bytes, %v; want 0 and errMovedCheck", req, req.GetVersion(), n, err)
+		}
+	}
+	exchange(t, c, apiVersionsV5("c", 3), 1)
+	if r.relocated.Load() != 0 {
+		t.Fatal("the Relocator was told before the connection answered anything beyond ApiVersions")
+	}
+	exchange(t, c, metadataReq(1), 2)
+	exchange(t, c, metadataReq(1), 3)
+	if n := r.relocated.Load(); n != 1 {
+		t.Fatalf("Relocated called %d times, want once", n)
+	}
+
+	// A second connection within the window goes there too, without
+	// asking again.
+	c2, err := ic.DialContext(ctx, "tcp", old.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	moved.waitAccepted(t, 2)
+	if n := len(r.calls()); n != 1 || moved.accepted.Load() != 2 {
+		t.Fatalf("second dial: %d Locate calls and %d accepts at the new address; want 1 and 2", n, moved.accepted.Load())
+	}
+
+	// The request path allocates nothing more for the redirect.
+	cn := c.(*conn)
+	frame := reqFrame(metadataReq(1), 4)
+	if n := testing.AllocsPerRun(100, func() {
+		cn.lastWrite = time.Now().UnixNano() // no idle peek
+		cn.q.pop()                           // as if answered
+		if _, err := cn.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("write on a redirected connection: %v allocations", n)
+	}
+}
+
+// TestRelocateBounds: whenever the Relocator cannot tell where the node
+// went, or it did not move, the dial goes to the address kgo asked for;
+// dials that follow no recent close of a known node do not ask at all.
+func TestRelocateBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		r         func(old, moved string) *fakeRelocator
+		setup     func(t *testing.T, ctx context.Context, ic *Interceptor, old *fakeBroker)
+		wantCalls int
+	}{
+		{
+			name:      "seed fails",
+			r:         func(_, _ string) *fakeRelocator { return &fakeRelocator{err: errors.New("seed down")} },
+			wantCalls: 1,
+		},
+		{
+			name:      "node unknown to the seed",
+			r:         func(_, _ string) *fakeRelocator { return &fakeRelocator{} },
+			wantCalls: 1,
+		},
+		{
+			name:      "node did not move",
+			r:         func(old, _ string) *fakeRelocator { return &fakeRelocator{to: old} },
+			wantCalls: 1,
+		},
+		{
+			name:      "seed does not answer in time",
+			r:         func(_, _ string) *fakeRelocator { return &fakeRelocator{block: true} },
+			wantCalls: 1,
+		},
+		{
+			name: "node not named on the address",
+			r:    func(_, moved string) *fakeRelocator { return &fakeRelocator{to: moved} },
+			setup: func(t *testing.T, ctx context.Context, ic *Interceptor, old *fakeBroker) {
+				c, err := ic.DialContext(ctx, "tcp", old.addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				exchange(t, c, apiVersionsReq(4), 1) // a seed's: no cluster, no node
+				old.closeConns()
+				_, _ = c.Read(make([]byte, 16))
+			},
+		},
+		{
+			name: "close too long ago",
+			r:    func(_, moved string) *fakeRelocator { return &fakeRelocator{to: moved} },
+			setup: func(t *testing.T, ctx context.Context, ic *Interceptor, old *fakeBroker) {
+				knownThenClosed(t, ctx, ic, old)
+				ic.reloc.mu.Lock()
+				ic.reloc.addrs[old.addr()].closed -= int64(2 * relocateWindow)
+				ic.reloc.mu.Unlock()
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			old, moved := newFakeBroker(t), newFakeBroker(t)
+			r := tc.r(old.addr(), moved.addr())
+			ic := newRelocating(t, r)
+			if tc.setup != nil {
+				tc.setup(t, ctx, ic, old)
+			} else {
+				knownThenClosed(t, ctx, ic, old)
+			}
+			before := old.accepted.Load()
+			start := time.Now()
+			c, err := ic.DialContext(ctx, "tcp", old.addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if took := time.Since(start); took > 900*time.Millisecond {
+				t.Fatalf("the dial took %v; the Locate gets at most half of the 1s dial timeout", took)
+			}
+			old.waitAccepted(t, before+1)
+			if c.(*conn).moved != nil || moved.accepted.Load() != 0 {
+				t.Fatal("the dial was redirected")
+			}
+			// kgo's ApiVersions v5 goes through as on any connection.
+			exchange(t, c, apiVersionsV5("c", 3), 1)
+			if n := len(r.calls()); n != tc.wantCalls {
+				t.Fatalf("Locate called %d times, want %d", n, tc.wantCalls)
+			}
+			// A second dial in the window does not ask again.
+			c2, err := ic.DialContext(ctx, "tcp", old.addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c2.Close()
+			if n := len(r.calls()); n != tc.wantCalls {
+				t.Fatalf("second dial: Locate called %d times, want %d", n, tc.wantCalls)
+			}
+		})
+	}
+}
+
+// TestAPIVersionsIDs reads the cluster and node of ApiVersions v5 bodies
+// and refuses what kgo sends seeds and truncated bodies.
+func TestAPIVersionsIDs(t *testing.T) {
+	body := func(req kmsg.Request) []byte {
+		var h reqHeader
+		f := reqFrame(req, 1)
+		if err := parseRequest(f, &h); err != nil {
+			t.Fatal(err)
+		}
+		return f[h.hdrLen:]
+	}
+	b := body(apiVersionsV5("cluster-x", 7))
+	cluster, node, ok := apiVersionsIDs(b)
+	if !ok || string(cluster) != "cluster-x" || node != 7 {
+		t.Fatalf("got %q %d %v", cluster, node, ok)
+	}
+	for n := range len(b) - 1 { // drop the tag count and more
+		if _, _, ok := apiVersionsIDs(b[:n]); ok {
+			t.Fatalf("a body cut to %d bytes parsed", n)
+		}
+	}
+	seed := kmsg.NewPtrApiVersionsRequest()
+	seed.Version = 5
+	if _, _, ok := apiVersionsIDs(body(seed)); ok {
+		t.Fatal("a request naming no cluster parsed")
+	}
+	noNode := apiVersionsV5("c", -1)
+	if _, _, ok := apiVersionsIDs(body(noNode)); ok {
+		t.Fatal("a request naming no node parsed")
+	}
+}
