@@ -109,8 +109,11 @@ func (c *Consumer[K, V]) Records(ctx context.Context) iter.Seq2[*Record[K, V], e
 				} else {
 					more = yield(&rec, nil)
 				}
-				// A no-op unless the record came from kgo.WithPools.
-				r.Recycle()
+				// A no-op unless the record came from kgo.WithPools, which
+				// gives it a Context: the check spares the call.
+				if r.Context != nil {
+					r.Recycle()
+				}
 				if !more {
 					return
 				}
@@ -197,9 +200,11 @@ func (c *Consumer[K, V]) decode(r *kgo.Record, out *Record[K, V]) error {
 // partition, offset), so that a reader can stop anywhere and the next one
 // go on from there. The indexes avoid flattening a poll into a new slice.
 type cursor struct {
-	fs         kgo.Fetches
-	f, t, p, r int
-	left       int // records not yet taken
+	fs      kgo.Fetches
+	f, t, p int           // the next partition to look at
+	cur     []*kgo.Record // the records of the partition being walked
+	r       int           // the next of cur
+	left    int           // records not yet taken
 }
 
 func (c *cursor) reset(fs kgo.Fetches) {
@@ -218,27 +223,39 @@ func (c *cursor) remaining(max int) int {
 }
 
 // next returns the next record, or nil when none is left; the poll is
-// released then.
+// released then. Within a partition it only indexes cur: descending from
+// the fetches for every record cost a third of the per-record path.
 func (c *cursor) next() *kgo.Record {
+	if c.r == len(c.cur) && !c.nextPartition() {
+		return nil
+	}
+	r := c.cur[c.r]
+	c.r++
+	if c.left--; c.left == 0 {
+		*c = cursor{} // let the poll's memory go
+	}
+	return r
+}
+
+// nextPartition makes the next partition with records the one walked, or
+// empties the cursor and returns false when there is none.
+func (c *cursor) nextPartition() bool {
 	for c.f < len(c.fs) {
 		ts := c.fs[c.f].Topics
 		for c.t < len(ts) {
 			ps := ts[c.t].Partitions
 			for c.p < len(ps) {
-				if rs := ps[c.p].Records; c.r < len(rs) {
-					r := rs[c.r]
-					c.r++
-					if c.left--; c.left == 0 {
-						*c = cursor{} // let the poll's memory go
-					}
-					return r
+				rs := ps[c.p].Records
+				c.p++
+				if len(rs) > 0 {
+					c.cur, c.r = rs, 0
+					return true
 				}
-				c.p, c.r = c.p+1, 0
 			}
 			c.t, c.p = c.t+1, 0
 		}
 		c.f, c.t = c.f+1, 0
 	}
 	*c = cursor{}
-	return nil
+	return false
 }
