@@ -3,6 +3,8 @@ package producer
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -46,8 +48,13 @@ func (e *AuthError) Unwrap() []error {
 type authState struct {
 	cancel func() // ends the subscription
 	// aborting is set (under engine.omu) while buffered records are
-	// being failed for a failure.
-	aborting bool
+	// being failed for a failure; again, that another failure or a
+	// record given to the client meanwhile asks for one more round.
+	aborting, again bool
+	// syncing counts synchronous sends between their check of the
+	// failure and the end of their ProduceSync: their records may reach
+	// the client only after an abort made for them ended.
+	syncing atomic.Int32
 }
 
 // watchAuth subscribes e to a's failures.
@@ -69,20 +76,79 @@ func (e *engine) stopAuth() {
 // timeout. kgo's AbortBufferedRecords fails them once none is in flight
 // (records sent before the failure keep their outcome, so sequence numbers
 // stay exact); attribute turns its ErrAborting into an AuthError.
+//
+// A record may pass its send's check of the failure just before the failure
+// is stored and reach the client only after the abort made for it ended; it
+// would then wait for its delivery timeout. So an asynchronous send checks
+// again once its record is in the client (authRecheck), which asks for
+// another round here, and rounds go on while synchronous sends that checked
+// before the failure may still be giving the client records.
 func (e *engine) authFailed(error) {
 	e.omu.Lock()
 	defer e.omu.Unlock()
-	if e.auth.aborting || e.shut {
+	if e.shut {
+		return
+	}
+	if e.auth.aborting {
+		e.auth.again = true
 		return
 	}
 	cl := e.cur.Load().cl
 	e.auth.aborting = e.goLocked(func() {
-		// Close ends the wait (stop) and then closes the client.
-		_ = cl.AbortBufferedRecords(e.stop)
-		e.omu.Lock()
-		e.auth.aborting = false
-		e.omu.Unlock()
+		for {
+			// Close ends the wait (stop) and then closes the client.
+			_ = cl.AbortBufferedRecords(e.stop)
+			for {
+				syncing := e.auth.syncing.Load() > 0 && e.follow.Auth.AuthFailure() != nil
+				e.omu.Lock()
+				again := e.auth.again
+				e.auth.again = false
+				if e.shut || !again && !syncing {
+					// Decided under the lock authFailed takes: a
+					// failure after this starts a new abort.
+					e.auth.aborting = false
+					e.omu.Unlock()
+					return
+				}
+				e.omu.Unlock()
+				if !e.authPause() {
+					e.omu.Lock()
+					e.auth.aborting = false
+					e.omu.Unlock()
+					return
+				}
+				// A send refused at its check counts as syncing for a
+				// moment too: abort (and have franz-go log it) only
+				// when records did reach the client.
+				if again || cl.BufferedProduceRecords() > 0 {
+					break
+				}
+			}
+		}
 	})
+}
+
+// authPause spaces the rounds of an abort that synchronous sends keep going:
+// their records reach the client within microseconds of their check. It
+// reports false when the producer is closing.
+func (e *engine) authPause() bool {
+	t := time.NewTimer(5 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-e.stop.Done():
+		return false
+	}
+}
+
+// authRecheck runs after a record was given to the client: a failure
+// stored since the send's check may have been aborted for before the
+// record arrived. One atomic load when the cluster accepts the client.
+func (e *engine) authRecheck() {
+	if e.follow.Auth.AuthFailure() != nil {
+		e.authFailed(nil)
+	}
 }
 
 // authRefusal returns the error to fail a record to topic with, unsent,

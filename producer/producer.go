@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,7 +163,7 @@ type engine struct {
 	views    int
 	released bool
 
-	promise func(*kgo.Record, error) // e.promised, made once
+	promise func(*kgo.Record, error) // e.promised(), made once
 
 	cur    atomic.Pointer[current] // read on every record
 	mu     sync.Mutex              // serializes replacing cur
@@ -203,7 +204,7 @@ type engine struct {
 
 // outcome is a record's outcome waiting for its turn.
 type outcome struct {
-	x   *inflight
+	r   ref
 	err error
 	// final: err is the verdict already, there is none to wait for.
 	final bool
@@ -297,7 +298,7 @@ func newProducer[K, V any](cl *kgo.Client, keys Serializer[K], values Serializer
 
 func newEngine(cl *kgo.Client) *engine {
 	e := &engine{}
-	e.promise = e.promised
+	e.promise = e.promised()
 	e.stop, e.stopNow = context.WithCancel(context.Background())
 	e.cur.Store(newCurrent(cl, 0, 0))
 	e.txn.init(cl)
@@ -418,45 +419,111 @@ func (p *Producer[K, V]) Kgo() *kgo.Client {
 }
 
 // inflight is one record on its way: the kgo.Record franz-go sends and what
-// its outcome needs, in one allocation (192 bytes against a kgo.Record's
-// 160; see TestInflightSize). For every buffered record the garbage
-// collector scans these bytes in each cycle, so nothing goes here that can
-// be found elsewhere: the client a record was given to is a number (its
-// current's seq, which also tells whether the client was replaced since),
-// and the INCONSISTENT_METADATA clock only needs its low bits.
+// its outcome needs, in one allocation of 176 bytes, a kgo.Record and 16
+// (see TestInflightSize). For every buffered record the garbage collector
+// scans these bytes in each cycle, and each byte brings the next cycle
+// closer, so nothing goes here that can be found elsewhere: the client a
+// record was given to is a number (its current's seq, which also tells
+// whether the client was replaced since), the INCONSISTENT_METADATA clock
+// only needs its low bits, and the caller's context is not kept when it is
+// context.Background(), as it mostly is for asynchronous produce. Any other
+// one needs 16 bytes more, the next size class: a ctxInflight holds it.
 //
 // The promise, one function shared by every record, finds the inflight
-// through the record's Context: an inflight is a context.Context that
-// answers as the caller's, and franz-go leaves a record's Context alone.
-// Hooks that see records may replace it (a tracing hook wraps it), so a
-// client with such hooks gets the caller's context on the record and a
-// promise of the record's own instead.
+// through the record's Context: an inflight (or its ctxInflight) is a
+// context.Context that answers as the caller's, and franz-go leaves a
+// record's Context alone. Hooks that see records may replace it (a tracing
+// hook wraps it), so a client with such hooks gets the caller's context on
+// the record and a promise of the record's own instead.
 type inflight struct {
 	rec  kgo.Record
 	done func(Result, error)
-	ctx  context.Context // the caller's
-	seq  uint32          // current.seq of the client it was given to, | resentFlag
-	inc0 uint32          // low bits of the INCONSISTENT_METADATA clock when it was given
+	seq  uint32 // current.seq of the client it was given to, | resentFlag
+	inc0 uint32 // low bits of the INCONSISTENT_METADATA clock when it was given
+}
+
+// ctxInflight is the inflight of a record whose caller's context is not
+// context.Background().
+type ctxInflight struct {
+	inflight
+	ctx context.Context // the caller's
 }
 
 // resentFlag marks, in inflight.seq, a record sent again after a failure:
 // Flush waits for its promise (see engine.outstanding).
 const resentFlag = 1 << 31
 
-// An inflight is the Context of its record: it answers as the caller's.
+// background is the caller's context of an inflight that is not inside a
+// ctxInflight.
+var background = context.Background()
 
-func (x *inflight) Deadline() (time.Time, bool) { return x.ctx.Deadline() }
-func (x *inflight) Done() <-chan struct{}       { return x.ctx.Done() }
-func (x *inflight) Err() error                  { return x.ctx.Err() }
-func (x *inflight) Value(key any) any           { return x.ctx.Value(key) }
+// backgroundType is background's dynamic type, of which every value is
+// context.Background(): comparing a context's type with it costs no call,
+// where comparing contexts calls the runtime's interface equality (about
+// 3 ns per record).
+var backgroundType = reflect.TypeOf(background)
+
+// An inflight is the Context of its record: it answers as the caller's,
+// which is background unless it is inside a ctxInflight. The answers are
+// constants, so franz-go's checks of a record's Context for cancellation
+// cost nothing for these records.
+
+func (*inflight) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*inflight) Done() <-chan struct{}       { return nil }
+func (*inflight) Err() error                  { return nil }
+func (*inflight) Value(any) any               { return nil }
+
+func (x *ctxInflight) Deadline() (time.Time, bool) { return x.ctx.Deadline() }
+func (x *ctxInflight) Done() <-chan struct{}       { return x.ctx.Done() }
+func (x *ctxInflight) Err() error                  { return x.ctx.Err() }
+func (x *ctxInflight) Value(key any) any           { return x.ctx.Value(key) }
+
+// ref is a record on its way as the engine holds it: its inflight and, if
+// the caller's context is not background, the ctxInflight around it.
+type ref struct {
+	x *inflight
+	c *ctxInflight // nil: the caller's context is background
+}
+
+// newRef allocates the inflight of a record produced with ctx, its record's
+// Context set to lead back to it.
+func newRef(ctx context.Context) ref {
+	if ctx == nil || reflect.TypeOf(ctx) == backgroundType { // nil as franz-go takes it
+		x := &inflight{}
+		x.rec.Context = x
+		return ref{x: x}
+	}
+	c := &ctxInflight{ctx: ctx}
+	c.rec.Context = c
+	return ref{x: &c.inflight, c: c}
+}
+
+// refOf returns the ref whose record's Context is ctx, if it is one.
+func refOf(ctx context.Context) (ref, bool) {
+	switch v := ctx.(type) {
+	case *inflight:
+		return ref{x: v}, true
+	case *ctxInflight:
+		return ref{x: &v.inflight, c: v}, true
+	}
+	return ref{}, false
+}
+
+// ctx returns the caller's context.
+func (r ref) ctx() context.Context {
+	if r.c != nil {
+		return r.c.ctx
+	}
+	return background
+}
 
 // client is the seq of the client x was given to.
 func (x *inflight) client() uint32 { return x.seq &^ resentFlag }
 
 // prepare serializes r into a new inflight.
-func (p *Producer[K, V]) prepare(ctx context.Context, r *Record[K, V], done func(Result, error)) (*inflight, error) {
+func (p *Producer[K, V]) prepare(ctx context.Context, r *Record[K, V], done func(Result, error)) (ref, error) {
 	if r.Topic == "" {
-		return nil, fmt.Errorf("%w: record has no topic", ErrSerialize)
+		return ref{}, fmt.Errorf("%w: record has no topic", ErrSerialize)
 	}
 	var k, v []byte
 	var err error
@@ -464,21 +531,18 @@ func (p *Producer[K, V]) prepare(ctx context.Context, r *Record[K, V], done func
 		// K is []byte (see New): the key is the bytes to send.
 		k, _ = any(r.Key).([]byte)
 	} else if k, err = p.keys.Serialize(r.Topic, r.Key); err != nil {
-		return nil, fmt.Errorf("%w: key for topic %s: %w", ErrSerialize, r.Topic, err)
+		return ref{}, fmt.Errorf("%w: key for topic %s: %w", ErrSerialize, r.Topic, err)
 	}
 	if p.rawValues {
 		v, _ = any(r.Value).([]byte)
 	} else if v, err = p.values.Serialize(r.Topic, r.Value); err != nil {
-		return nil, fmt.Errorf("%w: value for topic %s: %w", ErrSerialize, r.Topic, err)
-	}
-	if ctx == nil { // as franz-go takes it
-		ctx = context.Background()
+		return ref{}, fmt.Errorf("%w: value for topic %s: %w", ErrSerialize, r.Topic, err)
 	}
 	// Field by field: assigning a whole kgo.Record to the heap object
 	// would copy its zero fields too, under the GC's write barrier.
-	x := &inflight{}
+	rf := newRef(ctx)
+	x := rf.x
 	x.done = done
-	x.ctx = ctx
 	x.rec.Topic = r.Topic
 	if k != nil { // a null key, most often: the field is nil already
 		x.rec.Key = k
@@ -496,7 +560,7 @@ func (p *Producer[K, V]) prepare(ctx context.Context, r *Record[K, V], done func
 			x.rec.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
 		}
 	}
-	return x, nil
+	return rf, nil
 }
 
 func result(r *kgo.Record) Result {
@@ -522,10 +586,10 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 		<-w.ch
 		return w.r, w.err
 	}
-	xs := [1]*inflight{x}
+	xs := [1]ref{x}
 	var recs [1]*kgo.Record
 	if ctx.Done() == nil {
-		p.e.sendSync(x.ctx, xs[:], recs[:])
+		p.e.sendSync(ctx, xs[:], recs[:])
 		<-w.ch
 		return w.r, w.err
 	}
@@ -536,12 +600,12 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 	if at := p.e.follow.Inconsistent; at != nil {
 		clock0 = at()
 	}
-	topic := x.rec.Topic
+	topic := r.Topic
 	p.e.omu.Lock()
-	started := p.e.goLocked(func() { p.e.sendSync(x.ctx, xs[:], recs[:]) })
+	started := p.e.goLocked(func() { p.e.sendSync(ctx, xs[:], recs[:]) })
 	p.e.omu.Unlock()
 	if !started {
-		p.e.sendSync(x.ctx, xs[:], recs[:])
+		p.e.sendSync(ctx, xs[:], recs[:])
 	}
 	select {
 	case <-w.ch:
@@ -610,7 +674,7 @@ func (p *Producer[K, V]) ProduceSync(ctx context.Context, records ...Record[K, V
 		return out, nil
 	}
 	var wg sync.WaitGroup
-	xs := make([]*inflight, len(records))
+	xs := make([]ref, len(records))
 	for i := range records {
 		x, err := p.prepare(ctx, &records[i], func(r Result, err error) {
 			out[i] = ProduceResult{r, err}
@@ -656,43 +720,48 @@ func (p *Producer[K, V]) ProduceAsync(ctx context.Context, r Record[K, V], done 
 
 func ignoreResult(Result, error) {}
 
-// send gives x to the current client; x.done is called once with the final
-// outcome.
-func (e *engine) send(x *inflight) {
-	if r := e.refused.Load(); r != nil && e.stillRefused() {
-		e.refuse(x, r)
+// send gives r to the current client; its done is called once with the
+// final outcome.
+func (e *engine) send(r ref) {
+	if refused := e.refused.Load(); refused != nil && e.stillRefused() {
+		e.refuse(r, refused)
 		return
 	}
-	if err := e.authRefusal(x.rec.Topic); err != nil {
-		e.refuse(x, err)
-		return
+	if e.follow.Auth != nil { // most producers have no watch: no call
+		if err := e.authRefusal(r.x.rec.Topic); err != nil {
+			e.refuse(r, err)
+			return
+		}
 	}
 	c := e.cur.Load()
 	if e.txn.on {
 		if err := e.txnRefusal(c); err != nil {
-			e.refuse(x, err)
+			e.refuse(r, err)
 			return
 		}
 	}
-	e.prime(c, x)
+	e.prime(c, r)
 	if c.hooked {
-		// A promise that knows x: a hook may have replaced the Context.
-		c.cl.Produce(x.ctx, &x.rec, func(_ *kgo.Record, err error) { e.settle(x, err) })
+		// A promise that knows r: a hook may have replaced the Context.
+		c.cl.Produce(r.ctx(), &r.x.rec, func(_ *kgo.Record, err error) { e.settle(r, err) })
 	} else {
-		c.cl.Produce(x.ctx, &x.rec, e.promise)
+		c.cl.Produce(r.ctx(), &r.x.rec, e.promise)
+	}
+	if e.follow.Auth != nil {
+		e.authRecheck()
 	}
 	e.recheckRefused()
 }
 
-// refuse fails x, which was not sent, with r: through the queue, so that
+// refuse fails r, which was not sent, with err: through the queue, so that
 // its callback runs on the producer's goroutine after the outcomes before
 // it, and the record's own caller never runs it.
-func (e *engine) refuse(x *inflight, r error) {
-	if x.seq&resentFlag != 0 { // Flush waits for it: count it off once queued
-		x.seq &^= resentFlag
+func (e *engine) refuse(r ref, err error) {
+	if r.x.seq&resentFlag != 0 { // Flush waits for it: count it off once queued
+		r.x.seq &^= resentFlag
 		defer e.end()
 	}
-	e.enqueue(outcome{x: x, err: r, final: true})
+	e.enqueue(outcome{r: r, err: err, final: true})
 }
 
 // stillRefused reports whether records are still refused, starting a check
@@ -723,120 +792,141 @@ func (e *engine) recheckRefused() {
 	}
 }
 
-// prime readies x to be given to c.
-func (e *engine) prime(c *current, x *inflight) {
+// prime readies r to be given to c.
+func (e *engine) prime(c *current, r ref) {
+	x := r.x
 	x.seq = c.seq | x.seq&resentFlag
 	if e.follow.Pinned {
-		if _, ok := e.topics.Load(x.rec.Topic); !ok {
-			e.topics.Store(x.rec.Topic, struct{}{})
-		}
+		e.noteTopic(x.rec.Topic)
 	}
 	if n := e.follow.Inconsistent; n != nil {
 		x.inc0 = uint32(n())
 	}
 	if c.hooked {
 		// A hook may replace the record's Context: give it the
-		// caller's, as franz-go would.
-		x.rec.Context = x.ctx
-	} else {
-		x.rec.Context = x
+		// caller's, as franz-go would. (newRef set it to the state.)
+		x.rec.Context = r.ctx()
 	}
 }
 
-// sendSync gives xs, all with context ctx, to the current client through
+// noteTopic remembers a topic a pinned producer sent to: failBuffered
+// purges it.
+func (e *engine) noteTopic(topic string) {
+	if _, ok := e.topics.Load(topic); !ok {
+		e.topics.Store(topic, struct{}{})
+	}
+}
+
+// sendSync gives rs, all with context ctx, to the current client through
 // kgo's ProduceSync, which stops their partitions lingering, and settles
 // each once its promise ran; recs is room for their kgo records. Settling
 // after ProduceSync returns, in the order franz-go called the promises,
 // keeps each partition's order among these records and after any record
 // this goroutine produced before (whose promise ran before theirs).
-func (e *engine) sendSync(ctx context.Context, xs []*inflight, recs []*kgo.Record) {
-	if r := e.refused.Load(); r != nil && e.stillRefused() {
-		for _, x := range xs {
-			e.refuse(x, r)
+func (e *engine) sendSync(ctx context.Context, rs []ref, recs []*kgo.Record) {
+	if refused := e.refused.Load(); refused != nil && e.stillRefused() {
+		for _, r := range rs {
+			e.refuse(r, refused)
 		}
 		return
 	}
-	if e.authRefusal("") != nil {
-		for _, x := range xs {
-			e.refuse(x, e.authRefusal(x.rec.Topic))
-		}
-		return
-	}
-	c := e.cur.Load()
-	if e.txn.on {
-		if err := e.txnRefusal(c); err != nil {
-			for _, x := range xs {
-				e.refuse(x, err)
+	if e.follow.Auth != nil {
+		// Counted before the check: an abort for a failure stored after
+		// it goes on until these records reached the client (authFailed).
+		e.auth.syncing.Add(1)
+		defer e.auth.syncing.Add(-1)
+		if e.authRefusal("") != nil {
+			for _, r := range rs {
+				e.refuse(r, e.authRefusal(r.x.rec.Topic))
 			}
 			return
 		}
 	}
-	for i, x := range xs {
-		e.prime(c, x)
-		recs[i] = &x.rec
+	c := e.cur.Load()
+	if e.txn.on {
+		if err := e.txnRefusal(c); err != nil {
+			for _, r := range rs {
+				e.refuse(r, err)
+			}
+			return
+		}
+	}
+	for i, r := range rs {
+		e.prime(c, r)
+		recs[i] = &r.x.rec
 	}
 	results := c.cl.ProduceSync(ctx, recs...)
-	e.recheckRefused()                  // before the records are settled: nothing waits now
-	var byRec map[*kgo.Record]*inflight // a hooked client's records, for many
+	e.recheckRefused()            // before the records are settled: nothing waits now
+	var byRec map[*kgo.Record]ref // a hooked client's records, for many
 	for _, res := range results {
-		x, ok := res.Record.Context.(*inflight)
+		r, ok := refOf(res.Record.Context)
 		if !ok || c.hooked {
-			x = findInflight(xs, res.Record, &byRec)
+			r, ok = findInflight(rs, res.Record, &byRec)
 		}
-		if x != nil {
-			e.settle(x, res.Err)
+		if ok {
+			e.settle(r, res.Err)
 		}
 	}
 }
 
-// findInflight returns the inflight of xs whose record is r; byRec caches
-// an index for long lists.
-func findInflight(xs []*inflight, r *kgo.Record, byRec *map[*kgo.Record]*inflight) *inflight {
-	if len(xs) <= 8 {
-		for _, x := range xs {
-			if &x.rec == r {
-				return x
+// findInflight returns the one of rs whose record is rec; byRec caches an
+// index for long lists.
+func findInflight(rs []ref, rec *kgo.Record, byRec *map[*kgo.Record]ref) (ref, bool) {
+	if len(rs) <= 8 {
+		for _, r := range rs {
+			if &r.x.rec == rec {
+				return r, true
 			}
 		}
-		return nil
+		return ref{}, false
 	}
 	if *byRec == nil {
-		*byRec = make(map[*kgo.Record]*inflight, len(xs))
-		for _, x := range xs {
-			(*byRec)[&x.rec] = x
+		*byRec = make(map[*kgo.Record]ref, len(rs))
+		for _, r := range rs {
+			(*byRec)[&r.x.rec] = r
 		}
 	}
-	return (*byRec)[r]
+	r, ok := (*byRec)[rec]
+	return r, ok
 }
 
-// promised is the promise of records given to a client without record
-// hooks: their Context is their inflight (see send).
-func (e *engine) promised(got *kgo.Record, err error) {
-	if x, ok := got.Context.(*inflight); ok {
-		e.settle(x, err)
+// promised returns the promise of records given to a client without
+// record hooks: their Context is their inflight (see send). A closure, not
+// the method value, which would add a call per record.
+func (e *engine) promised() func(*kgo.Record, error) {
+	return func(got *kgo.Record, err error) {
+		// refOf written out: Go 1.26 does not inline it into this
+		// closure, and this runs once per record.
+		switch v := got.Context.(type) {
+		case *inflight:
+			e.settle(ref{x: v}, err)
+		case *ctxInflight:
+			e.settle(ref{x: &v.inflight, c: v}, err)
+		}
+		// Otherwise it is no record of send's: there is no callback to
+		// call.
 	}
-	// Otherwise it is no record of send's: there is no callback to call.
 }
 
-// settle delivers x's outcome, or queues it behind outcomes that wait.
-func (e *engine) settle(x *inflight, err error) {
-	if x.seq&resentFlag != 0 {
+// settle delivers r's outcome, or queues it behind outcomes that wait.
+func (e *engine) settle(r ref, err error) {
+	if r.x.seq&resentFlag != 0 {
 		// Flush waited for this promise: count it off once the outcome
 		// is delivered or queued.
-		x.seq &^= resentFlag
+		r.x.seq &^= resentFlag
 		defer e.end()
 	}
 	if err != nil {
-		err = e.attribute(x, err)
+		err = e.attribute(r.x, err)
 	}
-	if e.queued.Load() == 0 && (err == nil || !e.awaitsVerdict(x)) {
+	if e.queued.Load() == 0 && (err == nil || !e.awaitsVerdict(r)) {
 		// Nothing of this client's waits before it (this client's
 		// promises run one at a time, and drain counts an outcome off
 		// only after delivering it).
-		deliver(x, err)
+		deliver(r.x, err)
 		return
 	}
-	e.enqueue(outcome{x: x, err: err})
+	e.enqueue(outcome{r: r, err: err})
 }
 
 // enqueue puts o behind the outcomes that wait; drain delivers it.
@@ -844,7 +934,7 @@ func (e *engine) enqueue(o outcome) {
 	e.omu.Lock()
 	if e.joined { // only for a record produced after Close
 		e.omu.Unlock()
-		deliver(o.x, o.err)
+		deliver(o.r.x, o.err)
 		return
 	}
 	e.queue = append(e.queue, o)
@@ -864,10 +954,10 @@ func deliver(x *inflight, err error) {
 	x.done(result(&x.rec), nil)
 }
 
-// awaitsVerdict reports whether x, which failed, waits for the cluster
+// awaitsVerdict reports whether r, which failed, waits for the cluster
 // verdict before its outcome is known.
-func (e *engine) awaitsVerdict(x *inflight) bool {
-	return e.follow.Watch != nil && x.ctx.Err() == nil && e.stop.Err() == nil
+func (e *engine) awaitsVerdict(r ref) bool {
+	return e.follow.Watch != nil && r.ctx().Err() == nil && e.stop.Err() == nil
 }
 
 // drain works through the queue, in order, until it is empty.
@@ -884,10 +974,10 @@ func (e *engine) drain() {
 		e.queue[0] = outcome{}
 		e.queue = e.queue[1:]
 		e.omu.Unlock()
-		if o.err != nil && !o.final && e.awaitsVerdict(o.x) {
-			e.afterFailure(o.x, o.err)
+		if o.err != nil && !o.final && e.awaitsVerdict(o.r) {
+			e.afterFailure(o.r, o.err)
 		} else {
-			deliver(o.x, o.err)
+			deliver(o.r.x, o.err)
 		}
 		e.queued.Add(-1)
 		e.end()
@@ -897,13 +987,14 @@ func (e *engine) drain() {
 // afterFailure decides what a failed record becomes once any cluster check
 // in flight is over: the error it had, a ClusterChangedError (pinned), or a
 // new attempt on a client made for the new cluster.
-func (e *engine) afterFailure(x *inflight, err error) {
+func (e *engine) afterFailure(r ref, err error) {
+	x := r.x
 	if errors.Is(err, kerr.UnknownTopicID) {
 		// A topic id that stopped matching is how a cluster moved behind
 		// the bootstrap address shows when no rebootstrap happened.
 		e.follow.Watch.Check(false)
 	}
-	now, interrupted := e.settleWatch(x.ctx)
+	now, interrupted := e.settleWatch(r.ctx())
 	if interrupted { // Close is closing the last client
 		x.done(Result{}, err)
 		return
@@ -932,7 +1023,7 @@ func (e *engine) afterFailure(x *inflight, err error) {
 			x.done(Result{}, e.txnBroken())
 			return
 		}
-		e.resend(x, err)
+		e.resend(r, err)
 	}
 }
 
@@ -948,10 +1039,12 @@ func (e *engine) settleWatch(ctx context.Context) (gen uint64, interrupted bool)
 
 // resend gives a fresh copy of x to the current client: the old record
 // carries the old client's partition, offset and producer state.
-func (e *engine) resend(x *inflight, err error) {
-	fresh := &inflight{done: x.done, ctx: x.ctx, seq: resentFlag}
-	r := &x.rec
-	fresh.rec = kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp, Partition: r.Partition}
+func (e *engine) resend(old ref, err error) {
+	x := old.x
+	fresh := newRef(old.ctx())
+	fresh.x.done, fresh.x.seq = x.done, resentFlag
+	r, f := &x.rec, &fresh.x.rec // f.Context leads back to fresh already
+	f.Topic, f.Key, f.Value, f.Headers, f.Timestamp, f.Partition = r.Topic, r.Key, r.Value, r.Headers, r.Timestamp, r.Partition
 	e.omu.Lock()
 	if e.shut {
 		e.omu.Unlock()

@@ -200,7 +200,7 @@ func TestFailureUsesCallersContext(t *testing.T) {
 type seeHook struct{ kept, lost *atomic.Int32 }
 
 func (h seeHook) OnProduceRecordBuffered(r *kgo.Record) {
-	if _, state := r.Context.(*inflight); !state && r.Context.Value(callerKey{}) == "caller" {
+	if _, state := refOf(r.Context); !state && r.Context.Value(callerKey{}) == "caller" {
 		h.kept.Add(1)
 	} else {
 		h.lost.Add(1)
@@ -235,11 +235,83 @@ func TestRecordMovesToHookedClient(t *testing.T) {
 	require.Zero(t, lost.Load())
 }
 
-// TestInflightSize: a record's state is a kgo.Record and 32 bytes, the 192
-// byte size class (see inflight). A field more moves it to a larger class
-// and costs every buffered record.
+// TestInflightSize: a record's state is a kgo.Record and 16 bytes, the 176
+// byte size class, one above the kgo.Record a franz-go caller allocates
+// (see inflight); with a caller's context other than Background, 16 more,
+// the 192 byte class. A field more moves either to a larger class and
+// costs every buffered record.
 func TestInflightSize(t *testing.T) {
-	require.Equal(t, reflect.TypeFor[kgo.Record]().Size()+32, reflect.TypeFor[inflight]().Size())
+	rec := reflect.TypeFor[kgo.Record]().Size()
+	require.Equal(t, rec+16, reflect.TypeFor[inflight]().Size())
+	require.Equal(t, rec+32, reflect.TypeFor[ctxInflight]().Size())
+	require.Equal(t, uintptr(176), reflect.TypeFor[inflight]().Size(), "a Go size class")
+}
+
+// TestInflightContext: the Context a record carries on a client without
+// record hooks leads back to the record's state and answers as the
+// caller's: a Background (or nil) context takes no room, any other is kept
+// and answered through, values, deadline and cancellation included.
+func TestInflightContext(t *testing.T) {
+	for _, ctx := range []context.Context{nil, context.Background()} {
+		r := newRef(ctx)
+		require.Nil(t, r.c, "no room for a Background context")
+		got, ok := refOf(r.x.rec.Context)
+		require.True(t, ok)
+		require.Equal(t, r, got)
+		require.Equal(t, context.Background(), r.ctx())
+		self := r.x.rec.Context
+		_, has := self.Deadline()
+		require.False(t, has)
+		require.Nil(t, self.Done())
+		require.NoError(t, self.Err())
+		require.Nil(t, self.Value(ctxKey{}))
+	}
+
+	at := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.WithValue(context.Background(), ctxKey{}, "v"), at)
+	r := newRef(ctx)
+	require.NotNil(t, r.c)
+	got, ok := refOf(r.x.rec.Context)
+	require.True(t, ok)
+	require.Equal(t, r, got)
+	require.Same(t, r.x, got.x)
+	self := r.x.rec.Context
+	require.Equal(t, "v", self.Value(ctxKey{}))
+	deadline, has := self.Deadline()
+	require.True(t, has)
+	require.True(t, deadline.Equal(at))
+	require.NoError(t, self.Err())
+	cancel()
+	<-self.Done()
+	require.ErrorIs(t, self.Err(), context.Canceled)
+	require.ErrorIs(t, r.ctx().Err(), context.Canceled)
+
+	_, ok = refOf(context.Background())
+	require.False(t, ok, "a context of no record")
+}
+
+// TestUnhookedRecordCancelled: on a client without record hooks, whose
+// records carry the producer's state as their Context, the caller's
+// context still ends a record that waits for its topic.
+func TestUnhookedRecordCancelled(t *testing.T) {
+	seeds := fakeSeeds(t, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	require.False(t, recordHooks(cl))
+	p := newProducer(cl, Bytes(), Bytes())
+	defer p.Close(context.Background())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	require.NoError(t, p.ProduceAsync(ctx, Record[[]byte, []byte]{Topic: "missing", Value: []byte("x")},
+		func(_ Result, err error) { errc <- err }))
+	cancel()
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelling the caller's context did not fail the waiting record")
+	}
 }
 
 // TestHookedFailureWithoutChange: a record of a client with record hooks

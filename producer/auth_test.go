@@ -1,0 +1,116 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// racingAuth is an AuthWatch whose failure is stored, and its subscribers
+// run to the end, just after the first check of a send read nil: the
+// record reaches the client only after the abort made for the failure
+// ended.
+type racingAuth struct {
+	e      *engine
+	cause  error
+	failed atomic.Bool
+	once   sync.Once
+	mu     sync.Mutex
+	subs   []func(error)
+}
+
+func (a *racingAuth) AuthFailure() error {
+	if a.failed.Load() {
+		return a.cause
+	}
+	a.once.Do(func() {
+		a.failed.Store(true)
+		a.mu.Lock()
+		subs := slices.Clone(a.subs)
+		a.mu.Unlock()
+		for _, fn := range subs {
+			fn(a.cause)
+		}
+		// Wait for the abort those started, so that it ends before
+		// the record reaches the client. (One that goes on for
+		// synchronous sends still checking, as it should, ends
+		// only once the record came: wait for it a little.)
+		for range 50 {
+			a.e.omu.Lock()
+			busy := a.e.auth.aborting
+			a.e.omu.Unlock()
+			if !busy {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	return nil // this check read before the failure was stored
+}
+
+func (a *racingAuth) OnAuthFailure(fn func(error)) func() {
+	a.mu.Lock()
+	a.subs = append(a.subs, fn)
+	a.mu.Unlock()
+	return func() {}
+}
+
+// deadSeed is a loopback address nothing listens on: the client never
+// learns the topic, so a record waits in it until it is failed.
+func deadSeed(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// TestAuthFailureRacingASend: a failure found while a record is between
+// its send's check and the client fails the record at once with the cause,
+// asynchronous or synchronous, instead of leaving it until its context or
+// delivery timeout ends (a flake of TestUntrustedCAFailsFast in factory).
+func TestAuthFailureRacingASend(t *testing.T) {
+	for _, isSync := range []bool{false, true} {
+		name := "async"
+		if isSync {
+			name = "sync"
+		}
+		t.Run(name, func(t *testing.T) {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(deadSeed(t)), kgo.RecordDeliveryTimeout(time.Minute))
+			require.NoError(t, err)
+			p := newProducer(cl, String(), String())
+			auth := &racingAuth{e: p.e, cause: errors.New("x509: certificate signed by unknown authority")}
+			p.withFollow(follow{Watch: settledWatch(), Auth: auth})
+			defer p.Close(context.Background())
+
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			t0 := time.Now()
+			if isSync {
+				_, err = p.Produce(ctx, Record[string, string]{Topic: "t", Value: "v"})
+			} else {
+				done := make(chan error, 1)
+				require.NoError(t, p.ProduceAsync(ctx, Record[string, string]{Topic: "t", Value: "v"}, func(_ Result, err error) { done <- err }))
+				select {
+				case err = <-done:
+				case <-ctx.Done():
+					err = ctx.Err()
+				}
+			}
+			var ae *AuthError
+			require.ErrorAs(t, err, &ae, "the record fails with the cause")
+			require.ErrorIs(t, err, auth.cause)
+			t.Logf("failed after %v", time.Since(t0))
+			require.Less(t, time.Since(t0), 3*time.Second, "at once, not at the context's end")
+		})
+	}
+}
