@@ -94,7 +94,7 @@ func (f *Factory) Format(s fmt.State, _ rune) { fmt.Fprint(s, f.String()) }
 // password.
 func (f *Factory) LogValue() slog.Value { return f.base.LogValue() }
 
-// Store returns the shared consistency store. Its context can be handed to
+// Store returns the shared consistency store. Its token can be handed to
 // another process (see consistency.Token.Encode) and merged there with
 // Store.Advance.
 func (f *Factory) Store() consistency.Store { return f.s.Store() }
