@@ -34,11 +34,12 @@ import (
 // ErrSerialize wraps every serialization error.
 var ErrSerialize = errors.New("producer: serialize")
 
-// Header is a record header.
-type Header struct {
-	Key   string
-	Value []byte
-}
+// Header is a record header. It is franz-go's own type, as
+// consumer.Header is, so the headers of a consumed record can be produced
+// again as they are. Like a []byte key or value, the slice given to
+// Produce is sent as it is, not copied: do not change it until the
+// record's outcome.
+type Header = kgo.RecordHeader
 
 // Record is a record to produce.
 type Record[K, V any] struct {
@@ -491,10 +492,10 @@ type ref struct {
 // just allocated need no write barrier, where stores after a call or a
 // branch (one of two allocations) take one each while the GC marks, which
 // for a busy producer is much of the time.
-func newRef(ctx context.Context, done func(Result, error), topic string, key, value []byte, partition int32, ts time.Time) ref {
+func newRef(ctx context.Context, done func(Result, error), topic string, key, value []byte, headers []kgo.RecordHeader, partition int32, ts time.Time) ref {
 	if ctx == nil || reflect.TypeOf(ctx) == backgroundType { // nil as franz-go takes it
 		x := &inflight{
-			rec:  kgo.Record{Topic: topic, Key: key, Value: value, Partition: partition, Timestamp: ts},
+			rec:  kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Partition: partition, Timestamp: ts},
 			done: done,
 		}
 		x.rec.Context = x
@@ -502,7 +503,7 @@ func newRef(ctx context.Context, done func(Result, error), topic string, key, va
 	}
 	c := &ctxInflight{
 		inflight: inflight{
-			rec:  kgo.Record{Topic: topic, Key: key, Value: value, Partition: partition, Timestamp: ts},
+			rec:  kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Partition: partition, Timestamp: ts},
 			done: done,
 		},
 		ctx: ctx,
@@ -552,15 +553,7 @@ func (p *Producer[K, V]) prepare(ctx context.Context, r *Record[K, V], done func
 		return ref{}, fmt.Errorf("%w: value for topic %s: %w", ErrSerialize, r.Topic, err)
 	}
 	// A zero Timestamp is stamped by franz-go.
-	rf := newRef(ctx, done, r.Topic, k, v, r.Partition, r.Timestamp)
-	x := rf.x
-	if len(r.Headers) > 0 {
-		x.rec.Headers = make([]kgo.RecordHeader, len(r.Headers))
-		for i, h := range r.Headers {
-			x.rec.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-		}
-	}
-	return rf, nil
+	return newRef(ctx, done, r.Topic, k, v, r.Headers, r.Partition, r.Timestamp), nil
 }
 
 func result(r *kgo.Record) Result {
@@ -1042,9 +1035,8 @@ func (e *engine) settleWatch(ctx context.Context) (gen uint64, interrupted bool)
 func (e *engine) resend(old ref, err error) {
 	x := old.x
 	r := &x.rec
-	fresh := newRef(old.ctx(), x.done, r.Topic, r.Key, r.Value, r.Partition, r.Timestamp)
+	fresh := newRef(old.ctx(), x.done, r.Topic, r.Key, r.Value, r.Headers, r.Partition, r.Timestamp)
 	fresh.x.seq = resentFlag
-	fresh.x.rec.Headers = r.Headers
 	e.omu.Lock()
 	if e.shut {
 		e.omu.Unlock()

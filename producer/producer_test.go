@@ -253,7 +253,7 @@ func TestInflightSize(t *testing.T) {
 // and answered through, values, deadline and cancellation included.
 func TestInflightContext(t *testing.T) {
 	for _, ctx := range []context.Context{nil, context.Background()} {
-		r := newRef(ctx, nil, "t", nil, nil, 0, time.Time{})
+		r := newRef(ctx, nil, "t", nil, nil, nil, 0, time.Time{})
 		require.Nil(t, r.c, "no room for a Background context")
 		got, ok := refOf(r.x.rec.Context)
 		require.True(t, ok)
@@ -269,7 +269,7 @@ func TestInflightContext(t *testing.T) {
 
 	at := time.Now().Add(time.Hour)
 	ctx, cancel := context.WithDeadline(context.WithValue(context.Background(), ctxKey{}, "v"), at)
-	r := newRef(ctx, nil, "t", nil, nil, 0, time.Time{})
+	r := newRef(ctx, nil, "t", nil, nil, nil, 0, time.Time{})
 	require.NotNil(t, r.c)
 	got, ok := refOf(r.x.rec.Context)
 	require.True(t, ok)
