@@ -134,6 +134,10 @@ func ExampleFromProperties() {
 		panic(err)
 	}
 	f, err := factory.New(nil, opts...)
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
 	fmt.Println(f != nil, err)
 
 	_, err = factory.FromProperties(map[string]string{"linger.ms": "soon"})
