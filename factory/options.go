@@ -233,8 +233,8 @@ func RequestTimeout(d time.Duration) Opt {
 
 // RetryBackoff sets retry.backoff.ms, the fixed wait between retries; 0
 // retries at once. Default: the Java client's jittered exponential backoff,
-// from 50ms (its reconnect.backoff.ms) doubling up to 1s (its
-// reconnect.backoff.max.ms and retry.backoff.max.ms).
+// from 100ms (its retry.backoff.ms) doubling up to 1s (its
+// retry.backoff.max.ms and reconnect.backoff.max.ms).
 func RetryBackoff(d time.Duration) Opt {
 	return opt(func(c *config) {
 		if d < 0 {
