@@ -93,11 +93,15 @@ type rejections struct {
 	conns map[[2]uint64]string // forwarder, connection → client id
 	since time.Time
 	first map[string]time.Time
+	trace *misrouteTrace // nil unless KCONSIST_MISROUTE_TRACE is set
 }
 
 func (r *rejections) observer(fw uint64) func(kafkatest.Frame) {
 	return func(fr kafkatest.Frame) {
 		key := [2]uint64{fw, fr.Conn}
+		if r.trace != nil {
+			r.trace.frame(r, fw, fr)
+		}
 		if fr.Request {
 			if fr.ClientID != "" {
 				r.mu.Lock()
@@ -125,7 +129,7 @@ func (r *rejections) observer(fw uint64) func(kafkatest.Frame) {
 }
 
 func newRejections() *rejections {
-	return &rejections{conns: map[[2]uint64]string{}, first: map[string]time.Time{}}
+	return &rejections{conns: map[[2]uint64]string{}, first: map[string]time.Time{}, trace: newMisrouteTrace()}
 }
 
 func (r *rejections) mark(t time.Time) {
@@ -415,7 +419,7 @@ func startMisrouteClients(ctx context.Context, seed string, cfg misrouteConfig) 
 		}
 	}()
 	value := []byte("r")
-	f, err := factory.New(nil, factory.BootstrapServers(seed))
+	f, err := factory.New(nil, append([]factory.Opt{factory.BootstrapServers(seed)}, misrouteTraceOpts()...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -548,7 +552,9 @@ func misrouteTrialOf(ctx context.Context, env misrouteEnv, rej *rejections, kind
 	}
 	t0 := time.Now()
 	rej.mark(t0)
+	rej.trace.start(misrouteClientIDs[c], t0)
 	var from time.Time
+	defer func() { rej.trace.end(kind, tr, from.Sub(t0)) }()
 	switch kind {
 	case kindMove:
 		if ok, err := env.move(); err != nil || !ok {
