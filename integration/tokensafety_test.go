@@ -293,7 +293,10 @@ func TestCancellationWhileBrokersHold(t *testing.T) {
 	require.NoError(t, created.Err)
 	p, err := factory.NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
-	cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{"held"})
+	// From the earliest offset: a consumer that starts after the warm-up
+	// record was produced would otherwise begin past it (latest) and wait
+	// for it forever.
+	cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{"held"}, factory.AutoOffsetReset("earliest"))
 	require.NoError(t, err)
 	defer cons.Close()
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "held", Value: "warm"})
