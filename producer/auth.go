@@ -95,37 +95,37 @@ func (e *engine) authFailed(error) {
 	}
 	cl := e.cur.Load().cl
 	e.auth.aborting = e.goLocked(func() {
-		for {
-			// Close ends the wait (stop) and then closes the client.
-			_ = cl.AbortBufferedRecords(e.stop)
-			for {
-				syncing := e.auth.syncing.Load() > 0 && e.follow.Auth.AuthFailure() != nil
-				e.omu.Lock()
-				again := e.auth.again
-				e.auth.again = false
-				if e.shut || !again && !syncing {
-					// Decided under the lock authFailed takes: a
-					// failure after this starts a new abort.
-					e.auth.aborting = false
-					e.omu.Unlock()
-					return
-				}
-				e.omu.Unlock()
-				if !e.authPause() {
-					e.omu.Lock()
-					e.auth.aborting = false
-					e.omu.Unlock()
-					return
-				}
-				// A send refused at its check counts as syncing for a
-				// moment too: abort (and have franz-go log it) only
-				// when records did reach the client.
-				if again || cl.BufferedProduceRecords() > 0 {
-					break
-				}
+		for abort := true; ; {
+			if abort {
+				// Close ends the wait (stop) and then closes the client.
+				_ = cl.AbortBufferedRecords(e.stop)
 			}
+			syncing := e.auth.syncing.Load() > 0 && e.follow.Auth.AuthFailure() != nil
+			again, goOn := e.nextAbortRound(syncing)
+			if !goOn || !e.authPause() { // a failed pause: the producer is closing
+				return
+			}
+			// A send refused at its check counts as syncing for a
+			// moment too: abort (and have franz-go log it) only when
+			// records did reach the client.
+			abort = again || cl.BufferedProduceRecords() > 0
 		}
 	})
+}
+
+// nextAbortRound reports whether an abort goes on, and whether a round was
+// asked for (again); syncing says synchronous sends may still be adding
+// records. It decides under the lock authFailed takes, so a failure after
+// an abort ended starts a new one.
+func (e *engine) nextAbortRound(syncing bool) (again, goOn bool) {
+	e.omu.Lock()
+	defer e.omu.Unlock()
+	again, e.auth.again = e.auth.again, false
+	if e.shut || !again && !syncing {
+		e.auth.aborting = false
+		return again, false
+	}
+	return again, true
 }
 
 // authPause spaces the rounds of an abort that synchronous sends keep going:
