@@ -165,11 +165,19 @@ func fetchErrors(fs kgo.Fetches, errs []error) []error {
 // decode writes r into every field of out. It allocates nothing itself:
 // keys, values and headers are franz-go's slices, and Bytes() is not even
 // called.
+//
+// out lives on the heap (the iterator's value, a poll's slot), where every
+// pointer store takes a GC write barrier while the collector marks, and a
+// consumer that keeps up with its fetches makes the collector mark much of
+// the time. So a pointer field that already holds what r has, as the topic
+// mostly does and a null key, no headers and no Context do, is left alone.
 func (c *Consumer[K, V]) decode(r *kgo.Record, out *Record[K, V]) error {
 	if c.keyBytes {
 		// K is []byte: the assertion of a pointer neither allocates nor
 		// fails.
-		*any(&out.Key).(*[]byte) = r.Key
+		if k := any(&out.Key).(*[]byte); *k != nil || r.Key != nil {
+			*k = r.Key
+		}
 	} else {
 		k, err := c.keys.Deserialize(r.Topic, r.Key)
 		if err != nil {
@@ -186,13 +194,19 @@ func (c *Consumer[K, V]) decode(r *kgo.Record, out *Record[K, V]) error {
 		}
 		out.Value = v
 	}
-	out.Topic = r.Topic
+	if out.Topic != r.Topic {
+		out.Topic = r.Topic
+	}
 	out.Partition = r.Partition
 	out.LeaderEpoch = r.LeaderEpoch
 	out.Offset = r.Offset
-	out.Headers = r.Headers
+	if out.Headers != nil || r.Headers != nil {
+		out.Headers = r.Headers
+	}
 	out.Timestamp = r.Timestamp
-	out.Context = r.Context
+	if out.Context != nil || r.Context != nil {
+		out.Context = r.Context
+	}
 	return nil
 }
 

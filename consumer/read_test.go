@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -329,4 +330,64 @@ type tagRecords struct{}
 
 func (tagRecords) OnFetchRecordBuffered(r *kgo.Record) {
 	r.Context = context.WithValue(context.Background(), ctxKey{}, "tagged")
+}
+
+// TestReusedRecordTakesEveryField: a value reused from record to record
+// (the Records iterator's, a slot of AppendPoll's reused slice) ends up as
+// each record, whatever the one before it held: a null key, no headers and
+// no context after a record with them, another topic, and back.
+func TestReusedRecordTakesEveryField(t *testing.T) {
+	ctx := context.Background()
+	recs := make([]*kgo.Record, 6)
+	for i := range recs {
+		r := &kgo.Record{Topic: "a", Offset: int64(i), Value: []byte{byte(i)}, Timestamp: time.UnixMilli(int64(i))}
+		if i%2 == 0 {
+			r.Topic = "b"
+			r.Key = []byte{'k', byte(i)}
+			r.Headers = []kgo.RecordHeader{{Key: "h"}}
+			r.Context = context.WithValue(ctx, ctxKey{}, i)
+		}
+		recs[i] = r
+	}
+	poll := func() kgo.Fetches {
+		return kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "ab", Partitions: []kgo.FetchPartition{{Records: recs}}}}}}
+	}
+	check := func(t *testing.T, r *kgo.Record, got *Record[[]byte, []byte]) {
+		t.Helper()
+		require.Equal(t, r.Topic, got.Topic)
+		require.Equal(t, r.Offset, got.Offset)
+		require.Equal(t, r.Key, got.Key)
+		require.Equal(t, r.Value, got.Value)
+		require.Equal(t, r.Headers, got.Headers)
+		require.Equal(t, r.Timestamp, got.Timestamp)
+		require.Equal(t, r.Context, got.Context)
+	}
+	c := newConsumer[[]byte, []byte](nil, Bytes(), Bytes(), false)
+	t.Run("Records", func(t *testing.T) {
+		c.rest.reset(poll())
+		i := 0
+		for r, err := range c.Records(ctx) {
+			require.NoError(t, err)
+			check(t, recs[i], r)
+			if i++; c.rest.empty() {
+				break
+			}
+		}
+		require.Equal(t, len(recs), i)
+	})
+	t.Run("AppendPoll", func(t *testing.T) {
+		c.rest.reset(poll())
+		dst, err := c.AppendPoll(ctx, nil, 0)
+		require.NoError(t, err)
+		// The next poll's records land in the slots of the one before,
+		// each on a record unlike it.
+		slices.Reverse(recs)
+		c.rest.reset(poll())
+		dst, err = c.AppendPoll(ctx, dst[:0], 0)
+		require.NoError(t, err)
+		require.Len(t, dst, len(recs))
+		for i, r := range recs {
+			check(t, r, &dst[i])
+		}
+	})
 }
