@@ -176,3 +176,56 @@ func TestInconsistentClusterIDRebootstraps(t *testing.T) {
 	require.True(t, answered.Load(), "the broker answered INCONSISTENT_CLUSTER_ID once")
 	require.NotZero(t, f.Stats().Rebootstraps)
 }
+
+// TestMisroutedBrokerNotHammered: while an address a client learnt for
+// its broker leads to another cluster, the client dials it no faster than
+// the Java client reconnects to a node (50 ms doubling to 1 s after each
+// refusal), however often its kgo client asks that broker: kgo alone
+// dials again at once after each REBOOTSTRAP_REQUIRED, and its metadata
+// loop was seen back at a misrouted address every ~60 ms. Here a loop of
+// requests to the broker stands for the metadata loop. Nothing reaches the
+// other cluster, and the producer's record arrives once the routing is
+// repaired.
+func TestMisroutedBrokerNotHammered(t *testing.T) {
+	ctx := testCtx(t)
+	fw, err := kafkatest.NewForwarder("")
+	require.NoError(t, err)
+	t.Cleanup(func() { fw.Close() })
+	_, realA := kfakeBehind(t, "cluster-a", fw, kfake.SeedTopics(1, "t"))
+	b := newKfake(t, kfake.NumBrokers(1), kfake.ClusterID("cluster-b"), kfake.SeedTopics(1, "t"))
+	realB := b.ListenAddrs()[0]
+
+	f, err := New(nil, BootstrapServers(realA))
+	require.NoError(t, err)
+	defer f.Close()
+	p, err := NewProducer(f, producer.String(), producer.String())
+	require.NoError(t, err)
+	defer p.Close(context.Background())
+	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "before"})
+	require.NoError(t, err)
+
+	fw.SetTarget(realB)
+	before := fw.Accepted()
+	done := make(chan error, 1)
+	require.NoError(t, p.ProduceAsync(ctx, producer.Record[string, string]{Topic: "t", Value: "after"},
+		func(_ producer.Result, err error) { done <- err }))
+	const hold = 3 * time.Second
+	asks := 0
+	for end := time.Now().Add(hold); time.Now().Before(end); asks++ {
+		actx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, err := p.Kgo().Broker(0).Request(actx, kmsg.NewPtrMetadataRequest())
+		cancel()
+		require.Error(t, err, "cluster B's broker answered as cluster A's broker 0")
+	}
+	dials := fw.Accepted() - before
+	fw.SetTarget(realA)
+	require.NoError(t, <-done)
+	t.Logf("%d requests to broker 0 and %d connections to its misrouted address in %v, %d rebootstraps",
+		asks, dials, hold, f.Stats().Rebootstraps)
+	// Pauses of 50, 100, 200, 400, 800 ms and 1 s (less 20% jitter)
+	// leave room for 8 dials in 3 s.
+	require.LessOrEqual(t, dials, uint64(8), "dials to the misrouted address")
+	require.Positive(t, f.Stats().Rebootstraps)
+	require.Equal(t, int64(0), endOffset(ctx, t, realB, "t"), "nothing reaches cluster B")
+	require.Equal(t, int64(2), endOffset(ctx, t, realA, "t"))
+}

@@ -55,6 +55,14 @@ const produceRetryCode = 19 // NOT_ENOUGH_REPLICAS
 func (c *conn) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error) {
 	if req.key == apiVersionsKey {
 		rewriteAPIVersionsError(body)
+		if len(body) >= 2 {
+			switch binary.BigEndian.Uint16(body) {
+			case rebootstrapRequired:
+				c.i.noteRefused(c.addr)
+			case 0:
+				c.i.noteAccepted(c.addr)
+			}
+		}
 		if c.view != nil {
 			c.view.saw(finalizedEpoch(req.version, body))
 		}

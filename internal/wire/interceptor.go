@@ -110,6 +110,7 @@ type Interceptor struct {
 	adopt    func(addr, cluster string) bool
 	emu      *Emulator
 	reloc    relocation
+	refused  refusals
 
 	stamped, read, advanced, misroutes, inconsistent atomic.Uint64
 }
@@ -161,7 +162,13 @@ func New(cfg Config) (*Interceptor, error) {
 // whole dial ends after Config.DialTimeout, or earlier with ctx. With a
 // Config.Relocator, a dial to an address whose broker just closed a
 // connection may go to the broker's new address instead (see relocate.go).
+// A dial to an address that just refused the client as another cluster's
+// (REBOOTSTRAP_REQUIRED) first waits out a pause that grows with each
+// refusal in a row, up to a second (see refused.go).
 func (i *Interceptor) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if err := i.paceRefused(ctx, addr); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, i.timeout)
 	defer cancel()
 	target := addr

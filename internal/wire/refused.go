@@ -1,0 +1,139 @@
+package wire
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Pacing dials to an address that refused the client.
+//
+// A broker of another cluster answers kgo's ApiVersions v5 with
+// REBOOTSTRAP_REQUIRED (KIP-1242). kgo rebootstraps and asks for metadata
+// at once; while the cluster still lists the broker at that address, the
+// answer sends kgo straight back to it, and nothing in kgo waits between
+// the rounds: a misrouted broker was dialled every ~60 ms for as long as the
+// misroute lasted. The Java client backs off its reconnects to a node
+// (reconnect.backoff.ms, 50 ms doubling to reconnect.backoff.max.ms, 1 s).
+//
+// The interceptor does the same for the dials it makes: after the n-th
+// refusal in a row from an address, the next dial to it first waits until
+// refusedPause(n) has passed since that refusal. A connection the address
+// answers without a refusal ends the pacing. A producer's own retries wait
+// longer than the pause at every step (retry.backoff.ms starts at 100 ms),
+// so the pacing holds back only the extra dials. A dial with no refusal on
+// record costs one atomic load.
+
+// Pacing bounds; variables for tests.
+var (
+	refusedPauseMin = 50 * time.Millisecond
+	refusedPauseMax = time.Second
+	// refusedForget is how long after its last refusal an address is
+	// dialled as if it had never refused.
+	refusedForget = 30 * time.Second
+)
+
+// maxRefusedAddrs bounds the table: addresses beyond it are not paced.
+const maxRefusedAddrs = 4096
+
+// refusedPause is the pause after the n-th refusal in a row (n >= 1):
+// refusedPauseMin doubling up to refusedPauseMax, with ±20% jitter capped
+// at the maximum, as the Java client's exponential backoff does.
+func refusedPause(n int) time.Duration {
+	d := refusedPauseMax
+	if n < 16 {
+		d = min(refusedPauseMin<<(n-1), refusedPauseMax)
+	}
+	return min(time.Duration(float64(d)*(0.8+0.4*rand.Float64())), refusedPauseMax)
+}
+
+// refusal is what the interceptor knows of an address that refused the
+// client.
+type refusal struct {
+	n     int   // refusals in a row
+	until int64 // unix nanoseconds before which no dial goes out
+	last  int64 // unix nanoseconds of the last refusal
+}
+
+// refusals is an Interceptor's table of refusing addresses.
+type refusals struct {
+	count atomic.Int32 // entries in m: 0 spares dials the lock
+	mu    sync.Mutex
+	m     map[string]*refusal
+}
+
+// noteRefused records that addr answered an ApiVersions request with
+// REBOOTSTRAP_REQUIRED.
+func (i *Interceptor) noteRefused(addr string) {
+	rs := &i.refused
+	now := time.Now().UnixNano()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.m[addr]
+	if r == nil {
+		if len(rs.m) >= maxRefusedAddrs {
+			return
+		}
+		if rs.m == nil {
+			rs.m = map[string]*refusal{}
+		}
+		r = &refusal{}
+		rs.m[addr] = r
+		rs.count.Add(1)
+	} else if now-r.last > int64(refusedForget) {
+		r.n = 0
+	}
+	r.n++
+	r.last = now
+	r.until = now + int64(refusedPause(r.n))
+}
+
+// noteAccepted records that addr answered an ApiVersions request without
+// a refusal: dials to it are no longer paced.
+func (i *Interceptor) noteAccepted(addr string) {
+	rs := &i.refused
+	if rs.count.Load() == 0 {
+		return
+	}
+	rs.mu.Lock()
+	if _, ok := rs.m[addr]; ok {
+		delete(rs.m, addr)
+		rs.count.Add(-1)
+	}
+	rs.mu.Unlock()
+}
+
+// paceRefused waits, before a dial to addr, until the pause after the
+// address's last refusal is over. It returns ctx's error if ctx ends
+// first.
+func (i *Interceptor) paceRefused(ctx context.Context, addr string) error {
+	rs := &i.refused
+	if rs.count.Load() == 0 {
+		return nil
+	}
+	rs.mu.Lock()
+	r := rs.m[addr]
+	var until, n int64
+	if r != nil {
+		until, n = r.until, int64(r.n)
+	}
+	rs.mu.Unlock()
+	wait := time.Duration(until - time.Now().UnixNano())
+	if wait <= 0 {
+		return nil
+	}
+	i.log(kgo.LogLevelDebug, "pausing the dial to an address that answered for another cluster", "addr", addr, "refusals", n, "wait", wait)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wire: dial %s: paused after %d refusals (REBOOTSTRAP_REQUIRED): %w", addr, n, context.Cause(ctx))
+	}
+}

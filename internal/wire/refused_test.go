@@ -1,0 +1,132 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+// answerAPIVersions has kgo's ApiVersions request on c answered with code,
+// and reads the answer through c, as kgo would.
+func answerAPIVersions(t *testing.T, c *conn, m *memConn, code int16) {
+	t.Helper()
+	sendRequests(t, c, apiVersionsReq(5))
+	r := kmsg.NewPtrApiVersionsResponse()
+	r.Version = 5
+	r.ErrorCode = code
+	m.in = respFrame(0, nil, r.AppendTo(nil))
+	_, err := readAll(c, 4096)
+	require.ErrorIs(t, err, io.EOF)
+}
+
+// TestRefusedAddressIsPaced: after an address answers REBOOTSTRAP_REQUIRED
+// (or an older broker's INCONSISTENT_CLUSTER_ID), the next dial to it waits
+// out a pause that doubles with each refusal in a row, up to the maximum;
+// other addresses are dialled at once, a dial whose context ends during
+// the pause fails with the cause, and an answer without a refusal ends the
+// pacing.
+func TestRefusedAddressIsPaced(t *testing.T) {
+	oldMin, oldMax := refusedPauseMin, refusedPauseMax
+	refusedPauseMin, refusedPauseMax = 40*time.Millisecond, 160*time.Millisecond
+	t.Cleanup(func() { refusedPauseMin, refusedPauseMax = oldMin, oldMax })
+
+	const addr = "127.0.0.1:9092" // newTestConn's
+	var dials []time.Time
+	_, _, ic := newTestConn(t, consistency.NewMemoryStore(), func(cfg *Config) {
+		cfg.Dial = func(context.Context, string, string) (net.Conn, error) {
+			dials = append(dials, time.Now())
+			return &memConn{}, nil
+		}
+	})
+	refuse := func(code int16) {
+		m := &memConn{}
+		answerAPIVersions(t, ic.Wrap(m, addr).(*conn), m, code)
+	}
+	dial := func(ctx context.Context, a string) (time.Duration, error) {
+		t0 := time.Now()
+		c, err := ic.DialContext(ctx, "tcp", a)
+		if c != nil {
+			c.Close()
+		}
+		return time.Since(t0), err
+	}
+	ctx := context.Background()
+
+	d, err := dial(ctx, addr)
+	require.NoError(t, err)
+	require.Less(t, d, 20*time.Millisecond, "no refusal yet: no pause")
+
+	// Pauses after refusals 1..4: 40, 80, 160, 160 ms (±20%, capped).
+	for n, want := range []time.Duration{40, 80, 160, 160} {
+		want *= time.Millisecond
+		refuse([]int16{129, 104}[n%2])
+		d, err := dial(ctx, addr)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, d, want*8/10-2*time.Millisecond, "refusal %d", n+1)
+		require.Less(t, d, want+100*time.Millisecond, "refusal %d", n+1)
+		other, err := dial(ctx, "127.0.0.1:9093")
+		require.NoError(t, err)
+		require.Less(t, other, 20*time.Millisecond, "another address is not paced")
+	}
+
+	refuse(129)
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	n := len(dials)
+	_, err = dial(short, addr)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Contains(t, err.Error(), "REBOOTSTRAP_REQUIRED")
+	require.Equal(t, n, len(dials), "nothing dialled")
+
+	refuse(0) // the address answers for the right cluster again
+	d, err = dial(ctx, addr)
+	require.NoError(t, err)
+	require.Less(t, d, 20*time.Millisecond, "no pause once the address accepted the client")
+	require.Zero(t, ic.refused.count.Load())
+
+	// Other answers (UNSUPPORTED_VERSION) neither start nor end pacing.
+	refuse(35)
+	require.Zero(t, ic.refused.count.Load())
+	refuse(129)
+	refuse(35)
+	require.Equal(t, int32(1), ic.refused.count.Load())
+}
+
+// TestRefusedPause: the pause doubles from the minimum, never exceeds the
+// maximum, and jitters within ±20%.
+func TestRefusedPause(t *testing.T) {
+	for n := 1; n < 70; n++ {
+		want := refusedPauseMax
+		if n < 16 {
+			want = min(refusedPauseMin<<(n-1), refusedPauseMax)
+		}
+		for range 50 {
+			d := refusedPause(n)
+			require.GreaterOrEqual(t, d, want*8/10, "n=%d", n)
+			require.LessOrEqual(t, d, min(want*12/10, refusedPauseMax), "n=%d", n)
+		}
+	}
+}
+
+// TestRefusedTableBounded: the table holds at most maxRefusedAddrs
+// addresses; beyond them, dials are not paced.
+func TestRefusedTableBounded(t *testing.T) {
+	ic, err := New(Config{Store: consistency.NewMemoryStore(), Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("no dial")
+	}})
+	require.NoError(t, err)
+	for k := range maxRefusedAddrs + 10 {
+		ic.noteRefused(net.JoinHostPort("127.0.0.1", strconv.Itoa(k)))
+	}
+	require.Equal(t, int32(maxRefusedAddrs), ic.refused.count.Load())
+	require.Len(t, ic.refused.m, maxRefusedAddrs)
+}
