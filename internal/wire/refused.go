@@ -18,20 +18,23 @@ import (
 // at once; while the cluster still lists the broker at that address, the
 // answer sends kgo straight back to it, and nothing in kgo waits between
 // the rounds: a misrouted broker was dialled every ~60 ms for as long as the
-// misroute lasted. The Java client backs off its reconnects to a node
-// (reconnect.backoff.ms, 50 ms doubling to reconnect.backoff.max.ms, 1 s).
+// misroute lasted. The Java client backs off its reconnects to a node.
 //
-// The interceptor does the same for the dials it makes: after the n-th
-// refusal in a row from an address, the next dial to it first waits until
-// refusedPause(n) has passed since that refusal. A connection the address
-// answers without a refusal ends the pacing. A producer's own retries wait
-// longer than the pause at every step (retry.backoff.ms starts at 100 ms),
-// so the pacing holds back only the extra dials. A dial with no refusal on
-// record costs one atomic load.
+// The interceptor backs off the dials it makes: after the n-th refusal in
+// a row from an address, the next dial to it first waits until
+// refusedPause(n) has passed since that refusal. The pauses are the
+// producer's default retry backoff (the Java client's retry.backoff.ms,
+// 100 ms doubling to 1 s), so a producer retrying a record finds the
+// address open when its own backoff ends, and only the dials kgo adds
+// between its retries are held: with a shorter pause, those extra dials
+// came back sooner than the producer's and kept the misrouted address
+// refusing one attempt more often than the Java producer. A connection the
+// address answers without a refusal ends the pacing. A dial with no
+// refusal on record costs one atomic load.
 
 // Pacing bounds; variables for tests.
 var (
-	refusedPauseMin = 50 * time.Millisecond
+	refusedPauseMin = 100 * time.Millisecond
 	refusedPauseMax = time.Second
 	// refusedForget is how long after its last refusal an address is
 	// dialled as if it had never refused.
@@ -43,7 +46,8 @@ const maxRefusedAddrs = 4096
 
 // refusedPause is the pause after the n-th refusal in a row (n >= 1):
 // refusedPauseMin doubling up to refusedPauseMax, with ±20% jitter capped
-// at the maximum, as the Java client's exponential backoff does.
+// at the maximum, as the Java client's exponential backoff does (and the
+// factory's default retry backoff, factory/backoff.go).
 func refusedPause(n int) time.Duration {
 	d := refusedPauseMax
 	if n < 16 {
