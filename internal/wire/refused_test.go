@@ -65,7 +65,7 @@ func TestRefusedAddressIsPaced(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, d, 20*time.Millisecond, "no refusal yet: no pause")
 
-	// Pauses after refusals 1..4: 40, 80, 160, 160 ms (±20%, capped).
+	// Pauses after refusals 1..4: 80% of 40, 80, 160, 160 ms.
 	for n, want := range []time.Duration{40, 80, 160, 160} {
 		want *= time.Millisecond
 		refuse([]int16{129, 104}[n%2])
@@ -101,20 +101,20 @@ func TestRefusedAddressIsPaced(t *testing.T) {
 	require.Equal(t, int32(1), ic.refused.count.Load())
 }
 
-// TestRefusedPause: the pause doubles from the minimum, never exceeds the
-// maximum, and jitters within ±20%.
+// TestRefusedPause: the pause is 80% of the producer's default backoff
+// for the same step, the shortest wait that backoff's jitter gives: it
+// doubles from the minimum and stops at the maximum.
 func TestRefusedPause(t *testing.T) {
 	for n := 1; n < 70; n++ {
 		want := refusedPauseMax
 		if n < 16 {
 			want = min(refusedPauseMin<<(n-1), refusedPauseMax)
 		}
-		for range 50 {
-			d := refusedPause(n)
-			require.GreaterOrEqual(t, d, want*8/10, "n=%d", n)
-			require.LessOrEqual(t, d, min(want*12/10, refusedPauseMax), "n=%d", n)
-		}
+		require.Equal(t, want*8/10, refusedPause(n), "n=%d", n)
 	}
+	require.Equal(t, 80*time.Millisecond, refusedPause(1))
+	require.Equal(t, 800*time.Millisecond, refusedPause(5))
+	require.Equal(t, 800*time.Millisecond, refusedPause(6))
 }
 
 // TestRefusedTableBounded: the table holds at most maxRefusedAddrs
