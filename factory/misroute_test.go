@@ -53,6 +53,20 @@ func kfakeBehind(t *testing.T, clusterID string, fw *kafkatest.Forwarder, opts .
 	return c, real
 }
 
+// misrouteClusters starts cluster A, whose one broker advertises the
+// forwarder fw (pointed at it), and cluster B, each with topic "t" of one
+// partition; it returns fw and both brokers' real addresses. Switching fw
+// to realB misroutes A's broker address.
+func misrouteClusters(t *testing.T) (fw *kafkatest.Forwarder, realA, realB string) {
+	t.Helper()
+	fw, err := kafkatest.NewForwarder("")
+	require.NoError(t, err)
+	t.Cleanup(func() { fw.Close() })
+	_, realA = kfakeBehind(t, "cluster-a", fw, kfake.SeedTopics(1, "t"))
+	b := newKfake(t, kfake.NumBrokers(1), kfake.ClusterID("cluster-b"), kfake.SeedTopics(1, "t"))
+	return fw, realA, b.ListenAddrs()[0]
+}
+
 func endOffset(ctx context.Context, t *testing.T, addr, topic string) int64 {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
@@ -87,12 +101,7 @@ func TestMisrouteTwoClusters(t *testing.T) {
 	for _, check := range []bool{true, false} {
 		t.Run(fmt.Sprintf("check=%v", check), func(t *testing.T) {
 			ctx := testCtx(t)
-			fw, err := kafkatest.NewForwarder("")
-			require.NoError(t, err)
-			t.Cleanup(func() { fw.Close() })
-			_, realA := kfakeBehind(t, "cluster-a", fw, kfake.SeedTopics(1, "t"))
-			b := newKfake(t, kfake.NumBrokers(1), kfake.ClusterID("cluster-b"), kfake.SeedTopics(1, "t"))
-			realB := b.ListenAddrs()[0]
+			fw, realA, realB := misrouteClusters(t)
 
 			// The seed is A's real address; only the address A advertises
 			// for its broker goes through the forwarder.
@@ -188,12 +197,7 @@ func TestInconsistentClusterIDRebootstraps(t *testing.T) {
 // repaired.
 func TestMisroutedBrokerNotHammered(t *testing.T) {
 	ctx := testCtx(t)
-	fw, err := kafkatest.NewForwarder("")
-	require.NoError(t, err)
-	t.Cleanup(func() { fw.Close() })
-	_, realA := kfakeBehind(t, "cluster-a", fw, kfake.SeedTopics(1, "t"))
-	b := newKfake(t, kfake.NumBrokers(1), kfake.ClusterID("cluster-b"), kfake.SeedTopics(1, "t"))
-	realB := b.ListenAddrs()[0]
+	fw, realA, realB := misrouteClusters(t)
 
 	f, err := New(nil, BootstrapServers(realA))
 	require.NoError(t, err)
