@@ -21,15 +21,17 @@ import (
 //
 // The interceptor backs off the dials it makes: after the n-th refusal in
 // a row from an address, the next dial to it first waits until
-// refusedPause(n) has passed since that refusal. The pauses are the
+// refusedPause(n) has passed since that refusal, the shortest wait of the
 // producer's default retry backoff (the Java client's retry.backoff.ms,
-// 100 ms doubling to 1 s), so a producer retrying a record finds the
-// address open when its own backoff ends, and only the dials kgo adds
-// between its retries are held: with a shorter pause, those extra dials
-// came back sooner than the producer's and kept the misrouted address
-// refusing one attempt more often than the Java producer. A connection the
-// address answers without a refusal ends the pacing. A dial with no
-// refusal on record costs one atomic load.
+// 100 ms doubling to 1 s, ±20%). A producer retrying a record finds the
+// address open when its own backoff ends, and the dials kgo adds between
+// its retries are held to the same pace. (With the Java client's reconnect
+// backoff, 50 ms doubling, those extra dials came back before the
+// producer's retries and the misrouted address refused one attempt more
+// than the Java producer's.) A connection the address answers without a
+// refusal ends the pacing, and so does refusedForget without a refusal.
+// A dial to an address with no refusal on record costs one atomic load
+// while the table is empty.
 
 // Pacing bounds; variables for tests.
 var (
@@ -83,6 +85,14 @@ func (i *Interceptor) noteRefused(addr string) {
 	r := rs.m[addr]
 	if r == nil {
 		if len(rs.m) >= maxRefusedAddrs {
+			for a, old := range rs.m { // make room: forget the quiet ones
+				if now-old.last > int64(refusedForget) {
+					delete(rs.m, a)
+					rs.count.Add(-1)
+				}
+			}
+		}
+		if len(rs.m) >= maxRefusedAddrs {
 			return
 		}
 		if rs.m == nil {
@@ -122,14 +132,19 @@ func (i *Interceptor) paceRefused(ctx context.Context, addr string) error {
 	if rs.count.Load() == 0 {
 		return nil
 	}
+	now := time.Now().UnixNano()
 	rs.mu.Lock()
 	r := rs.m[addr]
 	var until, n int64
 	if r != nil {
 		until, n = r.until, int64(r.n)
+		if now-r.last > int64(refusedForget) { // long quiet: forget it
+			delete(rs.m, addr)
+			rs.count.Add(-1)
+		}
 	}
 	rs.mu.Unlock()
-	wait := time.Duration(until - time.Now().UnixNano())
+	wait := time.Duration(until - now)
 	if wait <= 0 {
 		return nil
 	}

@@ -118,15 +118,31 @@ func TestRefusedPause(t *testing.T) {
 }
 
 // TestRefusedTableBounded: the table holds at most maxRefusedAddrs
-// addresses; beyond them, dials are not paced.
+// addresses; beyond them, dials are not paced, until addresses quiet for
+// refusedForget make room. A dial to a quiet address forgets it.
 func TestRefusedTableBounded(t *testing.T) {
+	oldForget := refusedForget
+	t.Cleanup(func() { refusedForget = oldForget })
 	ic, err := New(Config{Store: consistency.NewMemoryStore(), Dial: func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("no dial")
 	}})
 	require.NoError(t, err)
+	addr := func(k int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(k)) }
 	for k := range maxRefusedAddrs + 10 {
-		ic.noteRefused(net.JoinHostPort("127.0.0.1", strconv.Itoa(k)))
+		ic.noteRefused(addr(k))
 	}
 	require.Equal(t, int32(maxRefusedAddrs), ic.refused.count.Load())
 	require.Len(t, ic.refused.m, maxRefusedAddrs)
+	require.NotContains(t, ic.refused.m, addr(maxRefusedAddrs))
+
+	refusedForget = time.Millisecond
+	time.Sleep(5 * time.Millisecond)
+	ic.noteRefused(addr(maxRefusedAddrs)) // the quiet ones make room
+	require.Equal(t, int32(1), ic.refused.count.Load())
+	require.Contains(t, ic.refused.m, addr(maxRefusedAddrs))
+
+	time.Sleep(5 * time.Millisecond)
+	require.NoError(t, ic.paceRefused(context.Background(), addr(maxRefusedAddrs)))
+	require.Zero(t, ic.refused.count.Load(), "a dial to a quiet address forgets it")
+	require.Empty(t, ic.refused.m)
 }
