@@ -65,6 +65,9 @@ func BenchmarkProduceBuffered(b *testing.B) {
 		if err := flush(ctx); err != nil {
 			b.Fatal(err)
 		}
+		if n := failed.Load(); n > 0 {
+			b.Fatalf("%d records failed", n)
+		}
 	}
 	b.Run("kgo", func(b *testing.B) {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ManualFlushing(), kgo.MaxBufferedRecords(2*per))

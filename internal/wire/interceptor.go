@@ -164,7 +164,7 @@ func New(cfg Config) (*Interceptor, error) {
 // connection may go to the broker's new address instead (see relocate.go).
 // A dial to an address that just refused the client as another cluster's
 // (REBOOTSTRAP_REQUIRED) first waits out a pause that grows with each
-// refusal in a row, 100 ms doubling up to a second (see refused.go).
+// refusal in a row, 80 ms doubling up to 800 ms (see refused.go).
 func (i *Interceptor) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	if err := i.paceRefused(ctx, addr); err != nil {
 		return nil, err
