@@ -24,8 +24,11 @@ var idleCheckAfter = time.Millisecond
 // with nothing written, the request is retried at once on a new connection:
 // kgo does that for any write that wrote 0 bytes, since no broker saw it.
 //
-// Only a connection no goroutine reads is checked: an acks=0 connection has
-// kgo's discard reader, and a peek would wait for its read lock.
+// Only a connection no goroutine reads is checked: one that awaits an
+// answer, or an acks=0 connection with kgo's discard reader, finds a close
+// by its own read. kgo starts that reader before the connection's first
+// acks=0 produce, which this check cannot tell; the peek therefore never
+// waits for a reader (see peeker.check).
 func (c *conn) idleClosed(now int64) bool {
 	last := c.lastWrite
 	c.lastWrite = now

@@ -105,3 +105,99 @@ func TestIdleClosedWriteRefused(t *testing.T) {
 		t.Fatalf("write to a connection the broker closed while idle: %d bytes, %v; want 0 bytes and an io.EOF", n, err)
 	}
 }
+
+// TestIdleCheckBesideBlockedReader: the idle check of a write never waits
+// for a goroutine blocked reading the connection. kgo starts its discard
+// reader on an acks=0 produce connection right after the connection's
+// setup, before the first produce; a check that took the socket's read
+// lock held that first produce until the reader gave up (about 30 s, in a
+// CI run that failed TestKfakeNoAckProduceAnswered).
+func TestIdleCheckBesideBlockedReader(t *testing.T) {
+	old := idleCheckAfter
+	idleCheckAfter = 0
+	defer func() { idleCheckAfter = old }()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 2)
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		for {
+			var size [4]byte
+			if _, err := io.ReadFull(s, size[:]); err != nil {
+				return
+			}
+			req := make([]byte, binary.BigEndian.Uint32(size[:]))
+			if _, err := io.ReadFull(s, req); err != nil {
+				return
+			}
+			got <- req
+			if len(got) == 1 { // answer the first request only
+				corr := int32(binary.BigEndian.Uint32(req[4:8]))
+				if _, err := s.Write(respFrame(corr, nil, []byte{0, 0, 0, 0})); err != nil {
+					return
+				}
+			}
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ic, err := New(Config{Store: consistency.NewMemoryStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ic.DialContext(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := reqFrame(metadataReq(1), 1)
+	if _, err := c.Write(first); err != nil {
+		t.Fatal(err)
+	}
+	resp := make([]byte, len(respFrame(1, nil, []byte{0, 0, 0, 0})))
+	if _, err := io.ReadFull(c, resp); err != nil {
+		t.Fatal(err)
+	}
+	<-got
+
+	// A reader that blocks, as kgo's discard reader does.
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		var b [1]byte
+		_, _ = c.Read(b[:])
+	}()
+	// Let it block in the read: the socket has nothing for it.
+	time.Sleep(50 * time.Millisecond)
+
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := c.Write(reqFrame(metadataReq(1), 2))
+		wrote <- err
+	}()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatalf("write beside a blocked reader: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		c.Close()
+		t.Fatal("the write waited 5 s for a blocked reader")
+	}
+	select {
+	case <-got:
+	case <-ctx.Done():
+		t.Fatal("the broker never got the second request")
+	}
+	c.Close()
+	<-readerDone
+}

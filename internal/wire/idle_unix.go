@@ -11,7 +11,7 @@ import (
 // connection, so that a check allocates nothing.
 type peeker struct {
 	rc    syscall.RawConn
-	fn    func(fd uintptr) bool
+	fn    func(fd uintptr)
 	state int
 	buf   [1]byte
 }
@@ -33,7 +33,7 @@ func newPeeker(c net.Conn) *peeker {
 // peek is called with the socket: a read of 0 bytes is the peer's FIN,
 // ECONNRESET its reset; pending bytes or EAGAIN mean the connection is
 // open as far as the kernel knows. It never waits for readability.
-func (p *peeker) peek(fd uintptr) bool {
+func (p *peeker) peek(fd uintptr) {
 	n, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 	switch {
 	case err == nil && n == 0:
@@ -43,14 +43,18 @@ func (p *peeker) peek(fd uintptr) bool {
 	default:
 		p.state = peerUnknown
 	}
-	return true
 }
 
 func (p *peeker) check() int {
 	if p == nil {
 		return peerUnknown
 	}
-	if err := p.rc.Read(p.fn); err != nil {
+	// Control, not Read: Read takes the socket's read lock, which a
+	// goroutine blocked in a read holds (kgo's discard reader on an acks=0
+	// produce connection does from the connection's start), and would wait
+	// for it. The peek never blocks and consumes nothing, so it needs no
+	// lock.
+	if err := p.rc.Control(p.fn); err != nil {
 		return peerUnknown
 	}
 	return p.state

@@ -226,6 +226,12 @@ func (w *tokenWaiter) wait(t testing.TB, token int64, timeout time.Duration) {
 // its connection: kgo reads and drops the answers, the interceptor reads
 // their tokens.
 func TestKfakeNoAckProduceAnswered(t *testing.T) {
+	// Every write idle-checked, as on a loaded machine where the first
+	// produce comes more than idleCheckAfter after the connection's setup
+	// (and kgo's discard reader is already reading).
+	old := idleCheckAfter
+	idleCheckAfter = 0
+	t.Cleanup(func() { idleCheckAfter = old })
 	sc := newSpyCluster(t, 1, kfake.SeedTopics(1, testTopic))
 	var mu sync.Mutex
 	token := int64(100)
