@@ -175,6 +175,8 @@ type engine struct {
 	// refused is set while a pinned producer's cluster is gone from
 	// behind the bootstrap servers (follow.Refuse): records fail at once.
 	refused atomic.Pointer[ClusterChangedError]
+	// lastTag is the tag most recently made for records (see tagFor).
+	lastTag atomic.Pointer[tag]
 	// lastRecheck is when (UnixNano) a refused record last asked for a
 	// check.
 	lastRecheck atomic.Int64
@@ -274,7 +276,7 @@ type current struct {
 }
 
 func newCurrent(cl *kgo.Client, gen uint64, seq uint32) *current {
-	return &current{cl: cl, gen: gen, seq: seq &^ resentFlag, hooked: recordHooks(cl)}
+	return &current{cl: cl, gen: gen, seq: seq, hooked: recordHooks(cl)}
 }
 
 // recordHooks reports whether cl has a hook that is given produced records
@@ -421,41 +423,40 @@ func (p *Producer[K, V]) Kgo() *kgo.Client {
 
 // inflight is one record on its way: the kgo.Record franz-go sends and what
 // its outcome needs, in one allocation of 176 bytes, a kgo.Record and 16
-// (see TestInflightSize). For every buffered record the garbage collector
-// scans these bytes in each cycle, and each byte brings the next cycle
-// closer, so nothing goes here that can be found elsewhere: the client a
-// record was given to is a number (its current's seq, which also tells
-// whether the client was replaced since), the INCONSISTENT_METADATA clock
-// only needs its low bits, and the caller's context is not kept when it is
-// context.Background(), as it mostly is for asynchronous produce. Any other
-// one needs 16 bytes more, the next size class: a ctxInflight holds it.
+// (see TestInflightSize), whatever the caller's context. For every
+// buffered record the garbage collector scans these bytes in each cycle,
+// and each byte brings the next cycle closer, so nothing goes here that
+// can be found elsewhere: what records sent one after another have in
+// common (the caller's context, the client they were given to, the
+// INCONSISTENT_METADATA clock) is one tag they share.
 //
 // The promise, one function shared by every record, finds the inflight
-// through the record's Context: an inflight (or its ctxInflight) is a
-// context.Context that answers as the caller's, and franz-go leaves a
-// record's Context alone. Hooks that see records may replace it (a tracing
-// hook wraps it), so a client with such hooks gets the caller's context on
-// the record and a promise of the record's own instead.
+// through the record's Context: an inflight is a context.Context that
+// answers as the caller's, and franz-go leaves a record's Context alone.
+// Hooks that see records may replace it (a tracing hook wraps it), so a
+// client with such hooks gets the caller's context on the record and a
+// promise of the record's own instead.
 type inflight struct {
 	rec  kgo.Record
 	done func(Result, error)
-	seq  uint32 // current.seq of the client it was given to, | resentFlag
-	inc0 uint32 // low bits of the INCONSISTENT_METADATA clock when it was given
+	tag  *tag // set when the record is given to a client (see prime)
 }
 
-// ctxInflight is the inflight of a record whose caller's context is not
-// context.Background().
-type ctxInflight struct {
-	inflight
-	ctx context.Context // the caller's
+// tag is what a record was given to a client with. Records given one after
+// another with the same context, to the same client, with no
+// INCONSISTENT_METADATA answer between them share one (see tagFor), which
+// is never changed; a record sent again after a failure has its own.
+type tag struct {
+	ctx  context.Context // the caller's; not nil
+	seq  uint32          // current.seq of the client the record was given to
+	inc0 uint32          // low bits of the INCONSISTENT_METADATA clock then
+	// resent marks a record's own tag: it was sent again after a failure,
+	// and Flush waits for its promise (see engine.outstanding).
+	resent bool
 }
 
-// resentFlag marks, in inflight.seq, a record sent again after a failure:
-// Flush waits for its promise (see engine.outstanding).
-const resentFlag = 1 << 31
-
-// background is the caller's context of an inflight that is not inside a
-// ctxInflight.
+// background is the caller's context of a record produced with a nil one,
+// as franz-go takes it.
 var background = context.Background()
 
 // backgroundType is background's dynamic type, of which every value is
@@ -464,75 +465,97 @@ var background = context.Background()
 // 3 ns per record).
 var backgroundType = reflect.TypeOf(background)
 
-// An inflight is the Context of its record: it answers as the caller's,
-// which is background unless it is inside a ctxInflight. The answers are
-// constants, so franz-go's checks of a record's Context for cancellation
-// cost nothing for these records.
+// sameCtx reports whether a and b are the same context, without comparing
+// contexts whose dynamic type might panic when compared (a struct holding
+// a slice): only Background and pointers are taken for the same.
+func sameCtx(a, b context.Context) bool {
+	t := reflect.TypeOf(a)
+	if t == backgroundType {
+		return reflect.TypeOf(b) == backgroundType
+	}
+	return t != nil && t.Kind() == reflect.Pointer && a == b
+}
 
-func (*inflight) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (*inflight) Done() <-chan struct{}       { return nil }
-func (*inflight) Err() error                  { return nil }
-func (*inflight) Value(any) any               { return nil }
+// An inflight is the Context of its record: it answers as the caller's.
+// franz-go looks at it only once the record is given to a client, when its
+// tag is set; before, it answers as Background.
 
-func (x *ctxInflight) Deadline() (time.Time, bool) { return x.ctx.Deadline() }
-func (x *ctxInflight) Done() <-chan struct{}       { return x.ctx.Done() }
-func (x *ctxInflight) Err() error                  { return x.ctx.Err() }
-func (x *ctxInflight) Value(key any) any           { return x.ctx.Value(key) }
+func (x *inflight) Deadline() (time.Time, bool) { return x.caller().Deadline() }
+func (x *inflight) Done() <-chan struct{}       { return x.caller().Done() }
+func (x *inflight) Err() error                  { return x.caller().Err() }
+func (x *inflight) Value(key any) any           { return x.caller().Value(key) }
 
-// ref is a record on its way as the engine holds it: its inflight and, if
-// the caller's context is not background, the ctxInflight around it.
+// caller returns the caller's context as the tag holds it.
+func (x *inflight) caller() context.Context {
+	if x.tag == nil {
+		return background
+	}
+	return x.tag.ctx
+}
+
+// ref is a record on its way as the engine holds it: its inflight and the
+// caller's context, which the inflight's tag holds only once the record is
+// given to a client.
 type ref struct {
-	x *inflight
-	c *ctxInflight // nil: the caller's context is background
+	x  *inflight
+	cx context.Context // the caller's; not nil
 }
 
 // newRef allocates the inflight of a record produced with ctx, with its
 // outcome's callback and the record's fields, its Context set to lead back
 // to it. The fields are set in the allocating literal: stores into an object
 // just allocated need no write barrier, where stores after a call or a
-// branch (one of two allocations) take one each while the GC marks, which
-// for a busy producer is much of the time.
+// branch take one each while the GC marks, which for a busy producer is
+// much of the time.
 func newRef(ctx context.Context, done func(Result, error), topic string, key, value []byte, headers []kgo.RecordHeader, partition int32, ts time.Time) ref {
-	if ctx == nil || reflect.TypeOf(ctx) == backgroundType { // nil as franz-go takes it
-		x := &inflight{
-			rec:  kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Partition: partition, Timestamp: ts},
-			done: done,
-		}
-		x.rec.Context = x
-		return ref{x: x}
+	if ctx == nil { // as franz-go takes it
+		ctx = background
 	}
-	c := &ctxInflight{
-		inflight: inflight{
-			rec:  kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Partition: partition, Timestamp: ts},
-			done: done,
-		},
-		ctx: ctx,
+	x := &inflight{
+		rec:  kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Partition: partition, Timestamp: ts},
+		done: done,
 	}
-	c.rec.Context = c
-	return ref{x: &c.inflight, c: c}
+	x.rec.Context = x
+	return ref{x: x, cx: ctx}
 }
 
-// refOf returns the ref whose record's Context is ctx, if it is one.
+// refOf returns the ref whose record's Context is ctx, if it is one that
+// was given to a client.
 func refOf(ctx context.Context) (ref, bool) {
-	switch v := ctx.(type) {
-	case *inflight:
-		return ref{x: v}, true
-	case *ctxInflight:
-		return ref{x: &v.inflight, c: v}, true
+	if x, ok := ctx.(*inflight); ok && x.tag != nil {
+		return ref{x: x, cx: x.tag.ctx}, true
 	}
 	return ref{}, false
 }
 
 // ctx returns the caller's context.
-func (r ref) ctx() context.Context {
-	if r.c != nil {
-		return r.c.ctx
+func (r ref) ctx() context.Context { return r.cx }
+
+// tagFor returns a tag for a record produced with ctx and given to the
+// client numbered seq at clock inc: the last one made when it says the
+// same, a new one otherwise. Tags are never changed once made, so
+// goroutines producing at once may share any of them.
+func (e *engine) tagFor(ctx context.Context, seq, inc uint32) *tag {
+	if t := e.lastTag.Load(); t != nil && t.seq == seq && t.inc0 == inc && sameCtx(t.ctx, ctx) {
+		return t
 	}
-	return background
+	t := &tag{ctx: ctx, seq: seq, inc0: inc}
+	e.lastTag.Store(t)
+	return t
 }
 
 // client is the seq of the client x was given to.
-func (x *inflight) client() uint32 { return x.seq &^ resentFlag }
+func (x *inflight) client() uint32 { return x.tag.seq }
+
+// takeResent reports whether x was sent again after a failure, and clears
+// the mark: Flush waits for such a record until its outcome is handed on.
+func (x *inflight) takeResent() bool {
+	if t := x.tag; t != nil && t.resent {
+		t.resent = false
+		return true
+	}
+	return false
+}
 
 // prepare serializes r into a new inflight.
 func (p *Producer[K, V]) prepare(ctx context.Context, r *Record[K, V], done func(Result, error)) (ref, error) {
@@ -750,8 +773,7 @@ func (e *engine) send(r ref) {
 // its callback runs on the producer's goroutine after the outcomes before
 // it, and the record's own caller never runs it.
 func (e *engine) refuse(r ref, err error) {
-	if r.x.seq&resentFlag != 0 { // Flush waits for it: count it off once queued
-		r.x.seq &^= resentFlag
+	if r.x.takeResent() { // Flush waits for it: count it off once queued
 		defer e.end()
 	}
 	e.enqueue(outcome{r: r, err: err, final: true})
@@ -788,12 +810,17 @@ func (e *engine) recheckRefused() {
 // prime readies r to be given to c.
 func (e *engine) prime(c *current, r ref) {
 	x := r.x
-	x.seq = c.seq | x.seq&resentFlag
 	if e.follow.Pinned {
 		e.noteTopic(x.rec.Topic)
 	}
+	var inc uint32
 	if n := e.follow.Inconsistent; n != nil {
-		x.inc0 = uint32(n())
+		inc = uint32(n())
+	}
+	if t := x.tag; t != nil && t.resent { // its own: no other record has it
+		t.seq, t.inc0 = c.seq, inc
+	} else {
+		x.tag = e.tagFor(r.cx, c.seq, inc)
 	}
 	if c.hooked {
 		// A hook may replace the record's Context: give it the
@@ -888,25 +915,20 @@ func findInflight(rs []ref, rec *kgo.Record, byRec *map[*kgo.Record]ref) (ref, b
 // the method value, which would add a call per record.
 func (e *engine) promised() func(*kgo.Record, error) {
 	return func(got *kgo.Record, err error) {
-		// refOf written out: Go 1.26 does not inline it into this
-		// closure, and this runs once per record.
-		switch v := got.Context.(type) {
-		case *inflight:
-			e.settle(ref{x: v}, err)
-		case *ctxInflight:
-			e.settle(ref{x: &v.inflight, c: v}, err)
+		// refOf written out: this runs once per record. A record of
+		// send's was given to this client, so its tag is set; any
+		// other has no callback to call.
+		if x, ok := got.Context.(*inflight); ok && x.tag != nil {
+			e.settle(ref{x: x, cx: x.tag.ctx}, err)
 		}
-		// Otherwise it is no record of send's: there is no callback to
-		// call.
 	}
 }
 
 // settle delivers r's outcome, or queues it behind outcomes that wait.
 func (e *engine) settle(r ref, err error) {
-	if r.x.seq&resentFlag != 0 {
+	if r.x.takeResent() {
 		// Flush waited for this promise: count it off once the outcome
 		// is delivered or queued.
-		r.x.seq &^= resentFlag
 		defer e.end()
 	}
 	if err != nil {
@@ -1036,7 +1058,7 @@ func (e *engine) resend(old ref, err error) {
 	x := old.x
 	r := &x.rec
 	fresh := newRef(old.ctx(), x.done, r.Topic, r.Key, r.Value, r.Headers, r.Partition, r.Timestamp)
-	fresh.x.seq = resentFlag
+	fresh.x.tag = &tag{ctx: old.ctx(), resent: true}
 	e.omu.Lock()
 	if e.shut {
 		e.omu.Unlock()
@@ -1196,11 +1218,11 @@ func (e *engine) attribute(x *inflight, err error) error {
 		return err
 	}
 	// The clock's low 32 bits, compared as a wrapping difference.
-	if int32(uint32(at(x.rec.Topic, x.rec.Partition))-x.inc0) > 0 {
+	if int32(uint32(at(x.rec.Topic, x.rec.Partition))-x.tag.inc0) > 0 {
 		return staleError(err)
 	}
 	if errors.Is(err, kgo.ErrRecordTimeout) {
-		if int32(uint32(e.follow.Inconsistent())-x.inc0) > 0 {
+		if int32(uint32(e.follow.Inconsistent())-x.tag.inc0) > 0 {
 			return staleError(err)
 		}
 		// Its topic's metadata may have been held back just before the

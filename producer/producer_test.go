@@ -236,29 +236,32 @@ func TestRecordMovesToHookedClient(t *testing.T) {
 }
 
 // TestInflightSize: a record's state is a kgo.Record and 16 bytes, the 176
-// byte size class, one above the kgo.Record a franz-go caller allocates
-// (see inflight); with a caller's context other than Background, 16 more,
-// the 192 byte class. A field more moves either to a larger class and
-// costs every buffered record.
+// byte size class, one above the kgo.Record a franz-go caller allocates,
+// whatever the caller's context (see inflight). A field more moves it to a
+// larger class and costs every buffered record.
 func TestInflightSize(t *testing.T) {
 	rec := reflect.TypeFor[kgo.Record]().Size()
 	require.Equal(t, rec+16, reflect.TypeFor[inflight]().Size())
-	require.Equal(t, rec+32, reflect.TypeFor[ctxInflight]().Size())
 	require.Equal(t, uintptr(176), reflect.TypeFor[inflight]().Size(), "a Go size class")
 }
 
 // TestInflightContext: the Context a record carries on a client without
-// record hooks leads back to the record's state and answers as the
-// caller's: a Background (or nil) context takes no room, any other is kept
-// and answered through, values, deadline and cancellation included.
+// record hooks leads back to the record's state and, once the record is
+// given to a client, answers as the caller's: values, deadline and
+// cancellation included.
 func TestInflightContext(t *testing.T) {
+	e := &engine{}
+	c := &current{seq: 7}
 	for _, ctx := range []context.Context{nil, context.Background()} {
 		r := newRef(ctx, nil, "t", nil, nil, nil, 0, time.Time{})
-		require.Nil(t, r.c, "no room for a Background context")
+		require.Equal(t, context.Background(), r.ctx())
+		_, ok := refOf(r.x.rec.Context)
+		require.False(t, ok, "not given to a client yet")
+		e.prime(c, r)
 		got, ok := refOf(r.x.rec.Context)
 		require.True(t, ok)
 		require.Equal(t, r, got)
-		require.Equal(t, context.Background(), r.ctx())
+		require.Equal(t, uint32(7), got.x.client())
 		self := r.x.rec.Context
 		_, has := self.Deadline()
 		require.False(t, has)
@@ -270,7 +273,7 @@ func TestInflightContext(t *testing.T) {
 	at := time.Now().Add(time.Hour)
 	ctx, cancel := context.WithDeadline(context.WithValue(context.Background(), ctxKey{}, "v"), at)
 	r := newRef(ctx, nil, "t", nil, nil, nil, 0, time.Time{})
-	require.NotNil(t, r.c)
+	e.prime(c, r)
 	got, ok := refOf(r.x.rec.Context)
 	require.True(t, ok)
 	require.Equal(t, r, got)
@@ -288,6 +291,47 @@ func TestInflightContext(t *testing.T) {
 
 	_, ok = refOf(context.Background())
 	require.False(t, ok, "a context of no record")
+}
+
+// sliceCtx is a context whose dynamic type panics when compared.
+type sliceCtx struct {
+	context.Context
+	v []int
+}
+
+// TestTagShared: records given one after another with the same context, to
+// the same client, at the same INCONSISTENT_METADATA clock, share one tag,
+// which costs nothing; any difference makes a new one. Contexts that cannot
+// be compared are not.
+func TestTagShared(t *testing.T) {
+	e := &engine{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := e.tagFor(ctx, 1, 0)
+	require.Same(t, a, e.tagFor(ctx, 1, 0))
+	require.Zero(t, testing.AllocsPerRun(100, func() { e.tagFor(ctx, 1, 0) }))
+	b := e.tagFor(ctx, 2, 0)
+	require.NotSame(t, a, b, "another client")
+	require.Equal(t, uint32(2), b.seq)
+	c := e.tagFor(ctx, 2, 5)
+	require.NotSame(t, b, c, "an INCONSISTENT_METADATA answer between")
+	require.Equal(t, uint32(5), c.inc0)
+	other, cancelOther := context.WithCancel(context.Background())
+	defer cancelOther()
+	d := e.tagFor(other, 2, 5)
+	require.NotSame(t, c, d, "another context")
+	require.Same(t, other, d.ctx)
+
+	bg := e.tagFor(context.Background(), 2, 5)
+	require.Same(t, bg, e.tagFor(context.Background(), 2, 5))
+	require.Zero(t, testing.AllocsPerRun(100, func() { e.tagFor(context.Background(), 2, 5) }))
+
+	s := sliceCtx{Context: ctx, v: []int{1}}
+	require.NotPanics(t, func() {
+		x := e.tagFor(s, 2, 5)
+		y := e.tagFor(s, 2, 5)
+		require.NotSame(t, x, y, "never compared, never shared")
+	})
 }
 
 // TestUnhookedRecordCancelled: on a client without record hooks, whose
