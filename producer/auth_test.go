@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/rebootstrap"
 )
 
 // racingAuth is an AuthWatch whose failure is stored, and its subscribers
@@ -113,4 +115,35 @@ func TestAuthFailureRacingASend(t *testing.T) {
 			require.Less(t, time.Since(t0), 3*time.Second, "at once, not at the context's end")
 		})
 	}
+}
+
+// TestTxnBrokenNamesFirstCluster: a transaction begun before the cluster id
+// was learnt (the factory's first probe still running) reports, when a
+// change cuts it short, the cluster the watcher knew in its generation,
+// not "" (a TestTransactionClusterChange flake on a loaded machine).
+func TestTxnBrokenNamesFirstCluster(t *testing.T) {
+	e := &engine{}
+	e.txn.on = true
+	e.follow = follow{
+		Cluster: func() string { return "b" },
+		ClusterOf: func(gen uint64) string {
+			if gen == 3 {
+				return "a"
+			}
+			return ""
+		},
+	}
+	e.txn.noteCluster(func() string { return "" }, 3)
+	var moved *rebootstrap.ClusterChangedError
+	require.ErrorAs(t, e.txnBroken(), &moved)
+	require.Equal(t, "a", moved.From)
+	require.Equal(t, "b", moved.To)
+
+	// Known when it began: that is what it names.
+	e = &engine{}
+	e.txn.on = true
+	e.follow = follow{Cluster: func() string { return "b" }, ClusterOf: func(uint64) string { return "x" }}
+	e.txn.noteCluster(func() string { return "a" }, 3)
+	require.ErrorAs(t, e.txnBroken(), &moved)
+	require.Equal(t, "a", moved.From)
 }

@@ -35,8 +35,10 @@ type txnState struct {
 	open bool       // under mu
 	gen  uint64     // the cluster generation the open transaction began in
 	// from is the cluster the transaction (or session) began on, when
-	// known; read by whoever notices a change.
-	from atomic.Pointer[string]
+	// known, and fromGen the watcher's generation then; read by whoever
+	// notices a change.
+	from    atomic.Pointer[string]
+	fromGen atomic.Uint64
 	// seq is the current.seq of the client the open transaction began on,
 	// or -1: records meant for it must not go to a client made since.
 	seq atomic.Int64
@@ -52,12 +54,13 @@ func (t *txnState) init(cl *kgo.Client) {
 }
 
 // noteCluster remembers the cluster cluster names now as the one the
-// transaction began on.
-func (t *txnState) noteCluster(cluster func() string) {
+// transaction began on, in the watcher's generation gen.
+func (t *txnState) noteCluster(cluster func() string, gen uint64) {
 	from := ""
 	if cluster != nil {
 		from = cluster()
 	}
+	t.fromGen.Store(gen)
 	t.from.Store(&from)
 }
 
@@ -86,6 +89,11 @@ func (e *engine) txnBroken() *ClusterChangedError {
 	from := ""
 	if f := e.txn.from.Load(); f != nil {
 		from = *f
+		if from == "" && e.follow.ClusterOf != nil {
+			// Begun before the cluster id was learnt: the watcher
+			// knows it for that generation now.
+			from = e.follow.ClusterOf(e.txn.fromGen.Load())
+		}
 	}
 	b := &ClusterChangedError{Err: &rebootstrap.ClusterChangedError{From: from, To: to}}
 	if !e.txn.broken.CompareAndSwap(nil, b) {
@@ -142,7 +150,7 @@ func (e *engine) beginTxn() error {
 	}
 	e.txn.open = true
 	e.txn.gen = c.gen
-	e.txn.noteCluster(e.follow.Cluster)
+	e.txn.noteCluster(e.follow.Cluster, c.gen)
 	e.txn.broken.Store(nil)
 	e.txn.seq.Store(int64(c.seq))
 	return nil
@@ -309,6 +317,7 @@ func (gs *GroupTransactSession[K, V]) initSession(s *kgo.GroupTransactSession, k
 	// watches for changes itself.
 	e.withFollow(follow{
 		Cluster:        f.Cluster,
+		ClusterOf:      f.ClusterOf,
 		Inconsistent:   f.Inconsistent,
 		InconsistentOn: f.InconsistentOn,
 		TopicHeldAt:    f.TopicHeldAt,
@@ -319,7 +328,7 @@ func (gs *GroupTransactSession[K, V]) initSession(s *kgo.GroupTransactSession, k
 		gs.gen = f.Watch.Generation()
 		gs.cancel = f.Watch.OnChange(func() { gs.fail() })
 	}
-	e.txn.noteCluster(f.Cluster)
+	e.txn.noteCluster(f.Cluster, gs.gen)
 }
 
 // fail ends the session: the cluster changed.
@@ -395,7 +404,7 @@ func (s *GroupTransactSession[K, V]) Begin() error {
 	}
 	if f := s.p.e.txn.from.Load(); f == nil || *f == "" {
 		// Not known when the session was made; no change seen since.
-		s.p.e.txn.noteCluster(s.p.e.follow.Cluster)
+		s.p.e.txn.noteCluster(s.p.e.follow.Cluster, s.gen)
 	}
 	if err := s.s.Begin(); err != nil {
 		return fmt.Errorf("producer: GroupTransactSession.Begin: %w", err)

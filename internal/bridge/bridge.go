@@ -148,6 +148,11 @@ type ProducerFollow struct {
 	// name now: a transaction that a cluster change cut short reports the
 	// cluster it began on and this one.
 	Cluster func() string
+	// ClusterOf, when not nil, returns the cluster the bootstrap servers
+	// named in a generation of Watch ("" if unknown): a transaction that
+	// began before the cluster id was learnt reports the cluster it began
+	// on with it.
+	ClusterOf func(gen uint64) string
 	// Released, when not nil, is called once, when the last producer
 	// attached to a shared client begins to close it: from then on Attach
 	// refuses it, and the session forgets it.

@@ -99,6 +99,9 @@ type Watcher struct {
 	mu      sync.Mutex
 	cluster string
 	gen     uint64 // cluster changes seen
+	// ended holds the cluster of each of the last generations that a
+	// change ended (see ClusterOf), at most maxEnded of them.
+	ended map[uint64]string
 	// Checks are coalesced: requested counts Check calls, handled the
 	// ones a finished probe has answered, and one goroutine probes while
 	// handled < requested. A probe answers every request made before it
@@ -253,6 +256,24 @@ func (w *Watcher) Cluster() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.cluster
+}
+
+// maxEnded bounds Watcher.ended: cluster changes are rare, and only the
+// recent ones are asked about.
+const maxEnded = 16
+
+// ClusterOf returns the cluster the watcher knew in generation gen: the
+// current one for the current generation, the one a change ended for an
+// earlier one (the last 16 are kept), "" when it never knew one. A
+// transaction that began before the watcher learnt the cluster id names
+// the cluster it began on with it.
+func (w *Watcher) ClusterOf(gen uint64) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if gen == w.gen {
+		return w.cluster
+	}
+	return w.ended[gen]
 }
 
 // Learn records the cluster the clients talk to, unless one is known.
@@ -453,6 +474,11 @@ func (w *Watcher) check(rebootstrapped bool) {
 		// every check while the bootstrap servers name the other cluster:
 		// each report fails records and warns.
 		if before != "" && now != before && (w.Pin == "" || now != prev) {
+			if w.ended == nil {
+				w.ended = map[uint64]string{}
+			}
+			w.ended[w.gen] = before
+			delete(w.ended, w.gen-maxEnded)
 			w.gen++
 			ev.Changed = true
 			// A pinned factory never follows the change, so its tokens

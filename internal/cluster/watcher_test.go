@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -140,4 +141,31 @@ func TestWatcherCoalescesChecks(t *testing.T) {
 	<-storm
 	w.Settle(ctx)
 	require.Less(t, probes.Load(), int32(20), "checks were coalesced (%d probes)", probes.Load())
+}
+
+// TestWatcherClusterOf: the watcher tells which cluster it knew in each
+// generation, the current one and the last maxEnded that a change ended.
+func TestWatcherClusterOf(t *testing.T) {
+	p := &fakeProbe{}
+	w := &Watcher{Probe: p.probe}
+	defer w.Close()
+	ctx := context.Background()
+	require.Equal(t, "", w.ClusterOf(0), "nothing learnt yet")
+	w.Learn("c0")
+	require.Equal(t, "c0", w.ClusterOf(0))
+	for i := 1; i <= maxEnded+2; i++ {
+		p.set(fmt.Sprintf("c%d", i))
+		w.Check(false)
+		require.Equal(t, uint64(i), w.Settle(ctx))
+	}
+	gen := uint64(maxEnded + 2)
+	require.Equal(t, fmt.Sprintf("c%d", gen), w.ClusterOf(gen), "the current generation")
+	for g := gen - maxEnded; g < gen; g++ {
+		require.Equal(t, fmt.Sprintf("c%d", g), w.ClusterOf(g), "generation %d", g)
+	}
+	require.Equal(t, "", w.ClusterOf(gen-maxEnded-1), "forgotten")
+	require.Equal(t, "", w.ClusterOf(gen+1), "not yet")
+	w.mu.Lock()
+	require.Len(t, w.ended, maxEnded)
+	w.mu.Unlock()
 }

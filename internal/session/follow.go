@@ -82,6 +82,7 @@ func (s *Session) producerFollow(b Build) bridge.ProducerFollow {
 	return bridge.ProducerFollow{
 		Watch:          s.watcher,
 		Cluster:        s.watcher.Cluster,
+		ClusterOf:      s.watcher.ClusterOf,
 		Inconsistent:   s.produceMarks.Clock,
 		InconsistentOn: s.produceMarks.At,
 		TopicHeldAt:    s.produceMarks.TopicHeldAt,
