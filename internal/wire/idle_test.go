@@ -17,15 +17,8 @@ import (
 // it at once on a new connection instead of failing it (and backing off)
 // after the broker's EOF.
 func TestIdleClosedWriteRefused(t *testing.T) {
-	old := idleCheckAfter
-	idleCheckAfter = 0
-	defer func() { idleCheckAfter = old }()
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	checkEveryWrite(t)
+	ln := loopbackListener(t)
 	closeNow, closed := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(closed)
@@ -36,12 +29,8 @@ func TestIdleClosedWriteRefused(t *testing.T) {
 		defer s.Close()
 		// Answer two requests (body ignored), then close on request.
 		for range 2 {
-			var size [4]byte
-			if _, err := io.ReadFull(s, size[:]); err != nil {
-				return
-			}
-			req := make([]byte, binary.BigEndian.Uint32(size[:]))
-			if _, err := io.ReadFull(s, req); err != nil {
+			req, err := readFrame(s)
+			if err != nil {
 				return
 			}
 			corr := int32(binary.BigEndian.Uint32(req[4:8]))
@@ -54,14 +43,7 @@ func TestIdleClosedWriteRefused(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ic, err := New(Config{Store: consistency.NewMemoryStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ic.DialContext(ctx, "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialIdleTest(ctx, t, ln.Addr().String())
 	defer c.Close()
 	roundTrip := func(corr int32) {
 		t.Helper()
@@ -113,15 +95,8 @@ func TestIdleClosedWriteRefused(t *testing.T) {
 // lock held that first produce until the reader gave up (about 30 s, in a
 // CI run that failed TestKfakeNoAckProduceAnswered).
 func TestIdleCheckBesideBlockedReader(t *testing.T) {
-	old := idleCheckAfter
-	idleCheckAfter = 0
-	defer func() { idleCheckAfter = old }()
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	checkEveryWrite(t)
+	ln := loopbackListener(t)
 	got := make(chan []byte, 2)
 	go func() {
 		s, err := ln.Accept()
@@ -130,12 +105,8 @@ func TestIdleCheckBesideBlockedReader(t *testing.T) {
 		}
 		defer s.Close()
 		for {
-			var size [4]byte
-			if _, err := io.ReadFull(s, size[:]); err != nil {
-				return
-			}
-			req := make([]byte, binary.BigEndian.Uint32(size[:]))
-			if _, err := io.ReadFull(s, req); err != nil {
+			req, err := readFrame(s)
+			if err != nil {
 				return
 			}
 			got <- req
@@ -150,14 +121,7 @@ func TestIdleCheckBesideBlockedReader(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ic, err := New(Config{Store: consistency.NewMemoryStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ic.DialContext(ctx, "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialIdleTest(ctx, t, ln.Addr().String())
 	defer c.Close()
 	first := reqFrame(metadataReq(1), 1)
 	if _, err := c.Write(first); err != nil {
@@ -200,4 +164,36 @@ func TestIdleCheckBesideBlockedReader(t *testing.T) {
 	}
 	c.Close()
 	<-readerDone
+}
+
+// dialIdleTest dials addr through an interceptor with a memory store.
+func dialIdleTest(ctx context.Context, t *testing.T, addr string) net.Conn {
+	t.Helper()
+	ic, err := New(Config{Store: consistency.NewMemoryStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ic.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// checkEveryWrite makes every write idle-checked until the test ends.
+func checkEveryWrite(t *testing.T) {
+	old := idleCheckAfter
+	idleCheckAfter = 0
+	t.Cleanup(func() { idleCheckAfter = old })
+}
+
+// loopbackListener listens on a free loopback port until the test ends.
+func loopbackListener(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
 }

@@ -229,9 +229,7 @@ func TestKfakeNoAckProduceAnswered(t *testing.T) {
 	// Every write idle-checked, as on a loaded machine where the first
 	// produce comes more than idleCheckAfter after the connection's setup
 	// (and kgo's discard reader is already reading).
-	old := idleCheckAfter
-	idleCheckAfter = 0
-	t.Cleanup(func() { idleCheckAfter = old })
+	checkEveryWrite(t)
 	sc := newSpyCluster(t, 1, kfake.SeedTopics(1, testTopic))
 	var mu sync.Mutex
 	token := int64(100)
