@@ -2,8 +2,6 @@ package factory_test
 
 import (
 	"context"
-	"runtime"
-	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/internal/benchloop"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -37,37 +36,7 @@ func BenchmarkProduceBuffered(b *testing.B) {
 	defer kc.Close()
 	ctx := context.Background()
 	run := func(b *testing.B, produce func(done func(error)), flush func(context.Context) error) {
-		var failed atomic.Int64
-		done := func(err error) {
-			if err != nil {
-				failed.Add(1)
-			}
-		}
-		flushNow := func() {
-			b.StopTimer()
-			if err := flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-			runtime.GC()
-			b.StartTimer()
-		}
-		produce(done)
-		flushNow()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			produce(done)
-			if i%per == per-1 {
-				flushNow()
-			}
-		}
-		b.StopTimer()
-		if err := flush(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if n := failed.Load(); n > 0 {
-			b.Fatalf("%d records failed", n)
-		}
+		benchloop.Buffered(b, per, produce, flush)
 	}
 	b.Run("kgo", func(b *testing.B) {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ManualFlushing(), kgo.MaxBufferedRecords(2*per))

@@ -2,13 +2,13 @@ package producer
 
 import (
 	"context"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/internal/benchloop"
 )
 
 // BenchmarkProduceAsync compares the producer's per-record path with plain
@@ -72,36 +72,7 @@ func BenchmarkProduceBuffered(b *testing.B) {
 		return benchClient(b, value, kgo.ManualFlushing(), kgo.MaxBufferedRecords(2*per))
 	}
 	run := func(b *testing.B, produce func(ctx context.Context, done func(error)), flush func(context.Context) error) {
-		ctx := context.Background()
-		var failed atomic.Int64
-		done := func(err error) {
-			if err != nil {
-				failed.Add(1)
-			}
-		}
-		flushNow := func() {
-			b.StopTimer()
-			if err := flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-			runtime.GC()
-			b.StartTimer()
-		}
-		b.ReportAllocs()
-		flushNow()
-		for i := range b.N {
-			produce(ctx, done)
-			if i%per == per-1 {
-				flushNow()
-			}
-		}
-		b.StopTimer()
-		if err := flush(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if n := failed.Load(); n > 0 {
-			b.Fatalf("%d records failed", n)
-		}
+		benchloop.Buffered(b, per, func(done func(error)) { produce(context.Background(), done) }, flush)
 	}
 	compareProduce(b, value, newClient, run)
 }
