@@ -93,6 +93,11 @@ func TestWrongPasswordFailsFast(t *testing.T) {
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "v"})
 	require.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
 	require.Less(t, time.Since(t0), 100*time.Millisecond, "second Produce")
+	errc := make(chan error, 1)
+	require.NoError(t, p.ProduceAsync(ctx, producer.Record[string, string]{Topic: "t", Value: "v"},
+		func(_ producer.Result, err error) { errc <- err }))
+	require.Zero(t, p.Kgo().BufferedProduceRecords(), "an async record reached the client while the failure holds")
+	require.ErrorIs(t, <-errc, kerr.SaslAuthenticationFailed)
 
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), []string{"t"})
 	require.NoError(t, err)

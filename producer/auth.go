@@ -47,6 +47,10 @@ func (e *AuthError) Unwrap() []error {
 // authState is a producer's side of follow.Auth.
 type authState struct {
 	cancel func() // ends the subscription
+	// failing is the watch's flag (nil without a watch): set whenever a
+	// failure holds, so that a record costs one atomic load and calls
+	// the watch only while the flag is set.
+	failing *atomic.Bool
 	// aborting is set (under engine.omu) while buffered records are
 	// being failed for a failure; again, that another failure or a
 	// record given to the client meanwhile asks for one more round.
@@ -60,8 +64,17 @@ type authState struct {
 // watchAuth subscribes e to a's failures.
 func (e *engine) watchAuth(a authWatch) {
 	if a != nil {
+		e.auth.failing = a.Failing()
 		e.auth.cancel = a.OnAuthFailure(e.authFailed)
 	}
+}
+
+// authFailing reports whether a failure may hold: false without a watch,
+// and false at the cost of one atomic load while the cluster accepts the
+// client. Only when it is true need authRefusal or authRecheck be asked.
+func (e *engine) authFailing() bool {
+	f := e.auth.failing
+	return f != nil && f.Load()
 }
 
 // stopAuth ends the subscription (Close).
@@ -142,9 +155,9 @@ func (e *engine) authPause() bool {
 	}
 }
 
-// authRecheck runs after a record was given to the client: a failure
-// stored since the send's check may have been aborted for before the
-// record arrived. One atomic load when the cluster accepts the client.
+// authRecheck runs after a record was given to the client, when
+// authFailing says so: a failure stored since the send's check may have
+// been aborted for before the record arrived.
 func (e *engine) authRecheck() {
 	if e.follow.Auth.AuthFailure() != nil {
 		e.authFailed(nil)

@@ -58,6 +58,14 @@ func (a *racingAuth) AuthFailure() error {
 	return nil // this check read before the failure was stored
 }
 
+// Failing is always set: every check of a send asks AuthFailure, whose
+// first answer is the racing one.
+func (a *racingAuth) Failing() *atomic.Bool {
+	var f atomic.Bool
+	f.Store(true)
+	return &f
+}
+
 func (a *racingAuth) OnAuthFailure(fn func(error)) func() {
 	a.mu.Lock()
 	a.subs = append(a.subs, fn)

@@ -614,7 +614,7 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 	// long: the caller's context ends the wait, not the record.
 	var clock0 uint64
 	if at := p.e.follow.Inconsistent; at != nil {
-		clock0 = at()
+		clock0 = at.Load()
 	}
 	topic := r.Topic
 	p.e.omu.Lock()
@@ -638,7 +638,7 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 func (e *engine) gaveUp(ctx context.Context, topic string, clock0 uint64) error {
 	err := fmt.Errorf("producer: record to %s not acknowledged before the context ended (it may still be written): %w", topic, context.Cause(ctx))
 	err = e.authCause(err)
-	if at := e.follow.Inconsistent; at != nil && at() != clock0 {
+	if at := e.follow.Inconsistent; at != nil && at.Load() != clock0 {
 		return fmt.Errorf("%w: %w", err, consistency.ErrInconsistentMetadata)
 	}
 	return err
@@ -743,7 +743,7 @@ func (e *engine) send(r ref) {
 		e.refuse(r, refused)
 		return
 	}
-	if e.follow.Auth != nil { // most producers have no watch: no call
+	if e.authFailing() { // one atomic load while the cluster accepts the client
 		if err := e.authRefusal(r.x.rec.Topic); err != nil {
 			e.refuse(r, err)
 			return
@@ -763,7 +763,7 @@ func (e *engine) send(r ref) {
 	} else {
 		c.cl.Produce(r.ctx(), &r.x.rec, e.promise)
 	}
-	if e.follow.Auth != nil {
+	if e.authFailing() {
 		e.authRecheck()
 	}
 	e.recheckRefused()
@@ -815,7 +815,7 @@ func (e *engine) prime(c *current, r ref) {
 	}
 	var inc uint32
 	if n := e.follow.Inconsistent; n != nil {
-		inc = uint32(n())
+		inc = uint32(n.Load())
 	}
 	if t := x.tag; t != nil && t.resent { // its own: no other record has it
 		t.seq, t.inc0 = c.seq, inc
@@ -855,7 +855,7 @@ func (e *engine) sendSync(ctx context.Context, rs []ref, recs []*kgo.Record) {
 		// it goes on until these records reached the client (authFailed).
 		e.auth.syncing.Add(1)
 		defer e.auth.syncing.Add(-1)
-		if e.authRefusal("") != nil {
+		if e.authFailing() && e.authRefusal("") != nil {
 			for _, r := range rs {
 				e.refuse(r, e.authRefusal(r.x.rec.Topic))
 			}
@@ -1222,7 +1222,7 @@ func (e *engine) attribute(x *inflight, err error) error {
 		return staleError(err)
 	}
 	if errors.Is(err, kgo.ErrRecordTimeout) {
-		if int32(uint32(e.follow.Inconsistent())-x.tag.inc0) > 0 {
+		if int32(uint32(e.follow.Inconsistent.Load())-x.tag.inc0) > 0 {
 			return staleError(err)
 		}
 		// Its topic's metadata may have been held back just before the

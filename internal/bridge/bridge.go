@@ -17,6 +17,7 @@ package bridge
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -101,6 +102,12 @@ type AuthWatch interface {
 	// OnAuthFailure calls fn each time a failure is found, until cancel;
 	// fn must not block.
 	OnAuthFailure(fn func(error)) (cancel func())
+	// Failing returns a flag that is set whenever a failure holds (and
+	// may be set when none does): a producer reads it for every record
+	// and calls AuthFailure only when it is set, an atomic load instead
+	// of an interface call. The flag is set before the subscribers of
+	// OnAuthFailure are called.
+	Failing() *atomic.Bool
 }
 
 // ProducerFollow configures how a producer reacts to cluster changes.
@@ -132,8 +139,9 @@ type ProducerFollow struct {
 	// nothing about it. A record that timed out (ErrRecordTimeout) while
 	// any request was answered so may have waited on it (its metadata,
 	// its producer id) and is reported so too. Either may be nil: no
-	// failure is then attributed.
-	Inconsistent func() uint64
+	// failure is then attributed. (Inconsistent is the clock itself, not
+	// a function: a producer reads it for every record.)
+	Inconsistent *atomic.Uint64
 	// TopicHeldAt returns when a Metadata answer for the topic last came
 	// back INCONSISTENT_METADATA (zero for never): a record that timed out
 	// while its topic's metadata was held back never had a partition to

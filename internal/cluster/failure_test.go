@@ -118,6 +118,8 @@ func TestProbeBacksOff(t *testing.T) {
 // at once, and later checks make no probe during the quiet period (a
 // producer asks for one at every failed record); the failure is logged,
 // reported and told to subscribers, and clears once a probe works again.
+// The Failing flag is set before subscribers are told and cleared with the
+// failure.
 func TestAuthFailureQuiet(t *testing.T) {
 	sasl := fmt.Errorf("%w: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512", kerr.SaslAuthenticationFailed)
 	p := &countingProbe{err: sasl}
@@ -133,12 +135,15 @@ func TestAuthFailureQuiet(t *testing.T) {
 		},
 	}
 	defer w.Close()
+	var flagged atomic.Bool
 	cancel := w.OnAuthFailure(func(err error) {
 		if errors.Is(err, kerr.SaslAuthenticationFailed) {
 			told.Add(1)
 		}
+		flagged.Store(w.Failing().Load())
 	})
 	defer cancel()
+	require.False(t, w.Failing().Load(), "no failure yet")
 	ctx := context.Background()
 	start := time.Now()
 	w.Check(false)
@@ -155,6 +160,8 @@ func TestAuthFailureQuiet(t *testing.T) {
 	require.Equal(t, 1, strings.Count(logs.String(), "SASL_AUTHENTICATION_FAILED"), logs.String())
 	require.EqualValues(t, 1, events.Load())
 	require.EqualValues(t, 1, told.Load())
+	require.True(t, flagged.Load(), "the flag was not set when subscribers were told")
+	require.True(t, w.Failing().Load())
 
 	// The credentials are fixed on the broker: once the quiet period is
 	// over, asking starts a check, which clears the failure.
@@ -163,6 +170,7 @@ func TestAuthFailureQuiet(t *testing.T) {
 	require.Error(t, w.AuthFailure())
 	w.Settle(ctx)
 	require.NoError(t, w.AuthFailure())
+	require.False(t, w.Failing().Load(), "the flag outlived the failure")
 	require.Equal(t, "cluster-a", w.Cluster())
 	require.Equal(t, 2, p.count())
 }

@@ -90,6 +90,9 @@ type Watcher struct {
 	// failed is the authentication or TLS failure of the last probe, nil
 	// after a probe that worked. Read on every record a producer sends.
 	failed atomic.Pointer[failure]
+	// failing is set while failed is not nil (both changed under mu), for
+	// clients that read it instead of calling AuthFailure (see Failing).
+	failing atomic.Bool
 	// authFails counts such failures in a row; logged holds the texts of
 	// the failures logged since the last probe that worked. Both under mu.
 	authFails   int
@@ -171,6 +174,13 @@ func (w *Watcher) AuthFailure() error {
 	}
 	return f.err
 }
+
+// Failing returns a flag set while an authentication or TLS failure holds:
+// reading it costs a producer one atomic load per record, and only when it
+// is set need AuthFailure be called (which starts the re-check after the
+// quiet period). It is set before OnAuthFailure's subscribers are called
+// and cleared when a probe works again.
+func (w *Watcher) Failing() *atomic.Bool { return &w.failing }
 
 // Close stops checks in flight and waits until the watcher's goroutines
 // have returned, OnEvent and OnChange callbacks included (so those must not
@@ -393,6 +403,7 @@ func (w *Watcher) ask() string {
 func (w *Watcher) probeWorked() {
 	w.mu.Lock()
 	hadFailure := w.failed.Swap(nil) != nil
+	w.failing.Store(false)
 	w.authFails = 0
 	w.logged = nil
 	w.mu.Unlock()
@@ -408,6 +419,7 @@ func (w *Watcher) authFailed(err error) {
 	w.mu.Lock()
 	w.authFails++
 	w.failed.Store(&failure{err: err, until: time.Now().Add(authQuiet(w.authFails))})
+	w.failing.Store(true)
 	fresh := w.firstSeenLocked(err)
 	subs := make([]func(error), 0, len(w.failureSubs))
 	for fn := range w.failureSubs {
