@@ -439,7 +439,10 @@ func (p *Producer[K, V]) Kgo() *kgo.Client {
 type inflight struct {
 	rec  kgo.Record
 	done func(Result, error)
-	tag  *tag // set when the record is given to a client (see prime)
+	// tag is set in the literal that allocates the inflight, so that no
+	// store with a write barrier follows, and replaced only when the client
+	// or the clock moved before the record was given to a client (prime).
+	tag *tag
 }
 
 // tag is what a record was given to a client with. Records given one after
@@ -453,7 +456,18 @@ type tag struct {
 	// resent marks a record's own tag: it was sent again after a failure,
 	// and Flush waits for its promise (see engine.outstanding).
 	resent bool
+	kind   ctxKind // what holds may compare ctx by
 }
+
+// ctxKind says how a tag's context may be compared without a call or a
+// panic.
+type ctxKind uint8
+
+const (
+	ctxOther      ctxKind = iota // never compared: its type might panic
+	ctxBackground                // context.Background(): compared by type
+	ctxPointer                   // a pointer: compared by identity
+)
 
 // background is the caller's context of a record produced with a nil one,
 // as franz-go takes it.
@@ -465,20 +479,35 @@ var background = context.Background()
 // 3 ns per record).
 var backgroundType = reflect.TypeOf(background)
 
-// sameCtx reports whether a and b are the same context, without comparing
-// contexts whose dynamic type might panic when compared (a struct holding
-// a slice): only Background and pointers are taken for the same.
-func sameCtx(a, b context.Context) bool {
-	t := reflect.TypeOf(a)
-	if t == backgroundType {
-		return reflect.TypeOf(b) == backgroundType
+// kindOf returns how ctx may be compared: contexts whose dynamic type might
+// panic when compared (a struct holding a slice) are never taken for the
+// same, only Background and pointers are.
+func kindOf(ctx context.Context) ctxKind {
+	switch t := reflect.TypeOf(ctx); {
+	case t == backgroundType:
+		return ctxBackground
+	case t != nil && t.Kind() == reflect.Pointer:
+		return ctxPointer
 	}
-	return t != nil && t.Kind() == reflect.Pointer && a == b
+	return ctxOther
 }
 
-// An inflight is the Context of its record: it answers as the caller's.
-// franz-go looks at it only once the record is given to a client, when its
-// tag is set; before, it answers as Background.
+// holds reports whether t's context is ctx, with no call for Background and
+// one pointer comparison for a pointer: the kind was found when t was made.
+// (Interfaces whose dynamic types differ compare unequal without calling
+// the type's equality, so a ctx of an uncomparable type cannot panic here.)
+func (t *tag) holds(ctx context.Context) bool {
+	switch t.kind {
+	case ctxBackground:
+		return reflect.TypeOf(ctx) == backgroundType
+	case ctxPointer:
+		return t.ctx == ctx
+	}
+	return false
+}
+
+// An inflight is the Context of its record: it answers as the caller's,
+// which its tag holds from the start.
 
 func (x *inflight) Deadline() (time.Time, bool) { return x.caller().Deadline() }
 func (x *inflight) Done() <-chan struct{}       { return x.caller().Done() }
@@ -486,43 +515,35 @@ func (x *inflight) Err() error                  { return x.caller().Err() }
 func (x *inflight) Value(key any) any           { return x.caller().Value(key) }
 
 // caller returns the caller's context as the tag holds it.
-func (x *inflight) caller() context.Context {
-	if x.tag == nil {
-		return background
-	}
-	return x.tag.ctx
-}
+func (x *inflight) caller() context.Context { return x.tag.ctx }
 
 // ref is a record on its way as the engine holds it: its inflight and the
-// caller's context, which the inflight's tag holds only once the record is
-// given to a client.
+// caller's context (which the inflight's tag holds too; a ref saves the
+// loads).
 type ref struct {
 	x  *inflight
 	cx context.Context // the caller's; not nil
 }
 
-// newRef allocates the inflight of a record produced with ctx, with its
-// outcome's callback and the record's fields, its Context set to lead back
-// to it. The fields are set in the allocating literal: stores into an object
-// just allocated need no write barrier, where stores after a call or a
-// branch take one each while the GC marks, which for a busy producer is
-// much of the time.
-func newRef(ctx context.Context, done func(Result, error), topic string, key, value []byte, headers []kgo.RecordHeader, partition int32, ts time.Time) ref {
-	if ctx == nil { // as franz-go takes it
-		ctx = background
-	}
+// newRef allocates the inflight of a record produced with t.ctx (not nil),
+// with its tag, its outcome's callback and the record's fields, its Context
+// set to lead back to it. The fields are set in the allocating literal:
+// stores into an object just allocated need no write barrier, where stores
+// after a call or a branch take one each while the GC marks, which for a
+// busy producer is much of the time.
+func newRef(t *tag, done func(Result, error), topic string, key, value []byte, headers []kgo.RecordHeader, partition int32, ts time.Time) ref {
 	x := &inflight{
 		rec:  kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Partition: partition, Timestamp: ts},
 		done: done,
+		tag:  t,
 	}
 	x.rec.Context = x
-	return ref{x: x, cx: ctx}
+	return ref{x: x, cx: t.ctx}
 }
 
-// refOf returns the ref whose record's Context is ctx, if it is one that
-// was given to a client.
+// refOf returns the ref whose record's Context is ctx, if it is one.
 func refOf(ctx context.Context) (ref, bool) {
-	if x, ok := ctx.(*inflight); ok && x.tag != nil {
+	if x, ok := ctx.(*inflight); ok {
 		return ref{x: x, cx: x.tag.ctx}, true
 	}
 	return ref{}, false
@@ -536,12 +557,28 @@ func (r ref) ctx() context.Context { return r.cx }
 // same, a new one otherwise. Tags are never changed once made, so
 // goroutines producing at once may share any of them.
 func (e *engine) tagFor(ctx context.Context, seq, inc uint32) *tag {
-	if t := e.lastTag.Load(); t != nil && t.seq == seq && t.inc0 == inc && sameCtx(t.ctx, ctx) {
+	if t := e.lastTag.Load(); t != nil && t.seq == seq && t.inc0 == inc && t.holds(ctx) {
 		return t
 	}
-	t := &tag{ctx: ctx, seq: seq, inc0: inc}
+	t := &tag{ctx: ctx, seq: seq, inc0: inc, kind: kindOf(ctx)}
 	e.lastTag.Store(t)
 	return t
+}
+
+// tagNow returns the tag for a record produced with ctx (not nil) now: for
+// the current client at the current clock. prime replaces it if either
+// moved before the record is given to a client.
+func (e *engine) tagNow(ctx context.Context) *tag {
+	return e.tagFor(ctx, e.cur.Load().seq, e.incNow())
+}
+
+// incNow returns the low bits of the INCONSISTENT_METADATA clock (0
+// without one).
+func (e *engine) incNow() uint32 {
+	if n := e.follow.Inconsistent; n != nil {
+		return uint32(n.Load())
+	}
+	return 0
 }
 
 // client is the seq of the client x was given to.
@@ -550,7 +587,7 @@ func (x *inflight) client() uint32 { return x.tag.seq }
 // takeResent reports whether x was sent again after a failure, and clears
 // the mark: Flush waits for such a record until its outcome is handed on.
 func (x *inflight) takeResent() bool {
-	if t := x.tag; t != nil && t.resent {
+	if t := x.tag; t.resent {
 		t.resent = false
 		return true
 	}
@@ -575,8 +612,11 @@ func (p *Producer[K, V]) prepare(ctx context.Context, r *Record[K, V], done func
 	} else if v, err = p.values.Serialize(r.Topic, r.Value); err != nil {
 		return ref{}, fmt.Errorf("%w: value for topic %s: %w", ErrSerialize, r.Topic, err)
 	}
+	if ctx == nil { // as franz-go takes it
+		ctx = background
+	}
 	// A zero Timestamp is stamped by franz-go.
-	return newRef(ctx, done, r.Topic, k, v, r.Headers, r.Partition, r.Timestamp), nil
+	return newRef(p.e.tagNow(ctx), done, r.Topic, k, v, r.Headers, r.Partition, r.Timestamp), nil
 }
 
 func result(r *kgo.Record) Result {
@@ -813,13 +853,12 @@ func (e *engine) prime(c *current, r ref) {
 	if e.follow.Pinned {
 		e.noteTopic(x.rec.Topic)
 	}
-	var inc uint32
-	if n := e.follow.Inconsistent; n != nil {
-		inc = uint32(n.Load())
-	}
-	if t := x.tag; t != nil && t.resent { // its own: no other record has it
+	inc := e.incNow()
+	switch t := x.tag; {
+	case t.resent: // its own: no other record has it
 		t.seq, t.inc0 = c.seq, inc
-	} else {
+	case t.seq != c.seq || t.inc0 != inc:
+		// The client or the clock moved since the record was made.
 		x.tag = e.tagFor(r.cx, c.seq, inc)
 	}
 	if c.hooked {
@@ -915,10 +954,9 @@ func findInflight(rs []ref, rec *kgo.Record, byRec *map[*kgo.Record]ref) (ref, b
 // the method value, which would add a call per record.
 func (e *engine) promised() func(*kgo.Record, error) {
 	return func(got *kgo.Record, err error) {
-		// refOf written out: this runs once per record. A record of
-		// send's was given to this client, so its tag is set; any
-		// other has no callback to call.
-		if x, ok := got.Context.(*inflight); ok && x.tag != nil {
+		// refOf written out: this runs once per record. (Every record
+		// given this promise is a producer's: the check is a guard.)
+		if x, ok := got.Context.(*inflight); ok {
 			e.settle(ref{x: x, cx: x.tag.ctx}, err)
 		}
 	}
@@ -1057,8 +1095,7 @@ func (e *engine) settleWatch(ctx context.Context) (gen uint64, interrupted bool)
 func (e *engine) resend(old ref, err error) {
 	x := old.x
 	r := &x.rec
-	fresh := newRef(old.ctx(), x.done, r.Topic, r.Key, r.Value, r.Headers, r.Partition, r.Timestamp)
-	fresh.x.tag = &tag{ctx: old.ctx(), resent: true}
+	fresh := newRef(&tag{ctx: old.ctx(), resent: true}, x.done, r.Topic, r.Key, r.Value, r.Headers, r.Partition, r.Timestamp)
 	e.omu.Lock()
 	if e.shut {
 		e.omu.Unlock()

@@ -246,22 +246,27 @@ func TestInflightSize(t *testing.T) {
 }
 
 // TestInflightContext: the Context a record carries on a client without
-// record hooks leads back to the record's state and, once the record is
-// given to a client, answers as the caller's: values, deadline and
-// cancellation included.
+// record hooks leads back to the record's state and answers as the
+// caller's: values, deadline and cancellation included. Given to a client
+// other than the one it was made for, it is tagged with that one.
 func TestInflightContext(t *testing.T) {
 	e := &engine{}
 	c := &current{seq: 7}
 	for _, ctx := range []context.Context{nil, context.Background()} {
-		r := newRef(ctx, nil, "t", nil, nil, nil, 0, time.Time{})
+		p := newView(e, String(), String())
+		e.cur.Store(&current{seq: 6})
+		r, err := p.prepare(ctx, &Record[string, string]{Topic: "t"}, nil)
+		require.NoError(t, err)
 		require.Equal(t, context.Background(), r.ctx())
-		_, ok := refOf(r.x.rec.Context)
-		require.False(t, ok, "not given to a client yet")
-		e.prime(c, r)
 		got, ok := refOf(r.x.rec.Context)
 		require.True(t, ok)
 		require.Equal(t, r, got)
-		require.Equal(t, uint32(7), got.x.client())
+		require.Equal(t, uint32(6), got.x.client(), "made for the current client")
+		e.prime(c, r)
+		got, ok = refOf(r.x.rec.Context)
+		require.True(t, ok)
+		require.Equal(t, r, got)
+		require.Equal(t, uint32(7), got.x.client(), "given to another")
 		self := r.x.rec.Context
 		_, has := self.Deadline()
 		require.False(t, has)
@@ -272,7 +277,7 @@ func TestInflightContext(t *testing.T) {
 
 	at := time.Now().Add(time.Hour)
 	ctx, cancel := context.WithDeadline(context.WithValue(context.Background(), ctxKey{}, "v"), at)
-	r := newRef(ctx, nil, "t", nil, nil, nil, 0, time.Time{})
+	r := newRef(e.tagFor(ctx, 7, 0), nil, "t", nil, nil, nil, 0, time.Time{})
 	e.prime(c, r)
 	got, ok := refOf(r.x.rec.Context)
 	require.True(t, ok)
@@ -297,6 +302,42 @@ func TestInflightContext(t *testing.T) {
 type sliceCtx struct {
 	context.Context
 	v []int
+}
+
+// TestPrimeKeepsTag: a record given to the client it was made for, at the
+// clock it was made at, keeps the tag it got in its allocation (no store);
+// a moved clock or client gives it a new one, and a resent record's own tag
+// is updated in place.
+func TestPrimeKeepsTag(t *testing.T) {
+	var clock atomic.Uint64
+	e := &engine{follow: follow{Inconsistent: &clock}}
+	e.cur.Store(&current{seq: 3})
+	p := newView(e, String(), String())
+	mk := func() ref {
+		r, err := p.prepare(context.Background(), &Record[string, string]{Topic: "t"}, nil)
+		require.NoError(t, err)
+		return r
+	}
+	r := mk()
+	made := r.x.tag
+	e.prime(e.cur.Load(), r)
+	require.Same(t, made, r.x.tag, "the same client and clock")
+
+	r = mk()
+	clock.Add(1)
+	e.prime(e.cur.Load(), r)
+	require.NotSame(t, made, r.x.tag, "the clock moved")
+	require.Equal(t, uint32(1), r.x.tag.inc0)
+
+	r = mk()
+	e.prime(&current{seq: 4}, r)
+	require.Equal(t, uint32(4), r.x.client(), "another client")
+
+	own := &tag{ctx: context.Background(), resent: true}
+	r = newRef(own, nil, "t", nil, nil, nil, 0, time.Time{})
+	e.prime(&current{seq: 5}, r)
+	require.Same(t, own, r.x.tag)
+	require.Equal(t, uint32(5), own.seq)
 }
 
 // TestTagShared: records given one after another with the same context, to
