@@ -153,6 +153,21 @@ func run(ctx context.Context, o options) error {
 		}
 		return writeSections(o.Out, sections)
 	}
+	// The local producer overhead step runs first, in a fresh process, as
+	// it did when its target was set. After the consumer steps it measured
+	// the factory about 1% lower than alone (0.971 against 0.984 for
+	// 0bd3567); kfake keeps the log of a cluster that was read from after
+	// Close (about 2.5 MiB per 200,000 records of 100 bytes read), so a
+	// later step runs beside the earlier steps' heap.
+	if o.Local && !o.ConsumeOnly {
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+5*max(o.Scale, 1))*time.Minute)
+		defer cancel()
+		body, err := runLocal(ctx, o, p, m)
+		if err != nil {
+			return err
+		}
+		sections[localSection] = body
+	}
 	if o.Local {
 		ctx, cancel := context.WithTimeout(ctx, time.Duration(5+2*max(o.Scale, 1))*time.Minute)
 		defer cancel()
@@ -170,15 +185,6 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		sections[kconsumeSection] = body
-	}
-	if o.Local && !o.ConsumeOnly {
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+5*max(o.Scale, 1))*time.Minute)
-		defer cancel()
-		body, err := runLocal(ctx, o, p, m)
-		if err != nil {
-			return err
-		}
-		sections[localSection] = body
 	}
 	if o.RealKafka && !o.ConsumeOnly {
 		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+10*max(o.Scale, 1))*time.Minute)
