@@ -183,7 +183,7 @@ func TestInconsistentAttributedToItsPartition(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.RecordRetries(0),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	require.NoError(t, err)
-	p := newProducer(cl, String(), String()).withFollow(follow{Inconsistent: marks.ClockVar(), InconsistentOn: marks.At})
+	p := newProducer(cl, String(), String()).withFollow(follow{Inconsistent: marks.Clock(), InconsistentOn: marks.At})
 	defer p.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -445,8 +445,8 @@ type inflight struct {
 	tag *tag
 }
 
-// tag is what a record was given to a client with. Records given one after
-// another with the same context, to the same client, with no
+// tag is what a record is made and given to a client with. Records given one
+// after another with the same context, to the same client, with no
 // INCONSISTENT_METADATA answer between them share one (see tagFor), which
 // is never changed; a record sent again after a failure has its own.
 type tag struct {

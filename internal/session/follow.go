@@ -83,7 +83,7 @@ func (s *Session) producerFollow(b Build) bridge.ProducerFollow {
 		Watch:          s.watcher,
 		Cluster:        s.watcher.Cluster,
 		ClusterOf:      s.watcher.ClusterOf,
-		Inconsistent:   s.produceMarks.ClockVar(),
+		Inconsistent:   s.produceMarks.Clock(),
 		InconsistentOn: s.produceMarks.At,
 		TopicHeldAt:    s.produceMarks.TopicHeldAt,
 		Auth:           s.authWatch(b),

@@ -99,12 +99,9 @@ func (m *ProduceMarks) TopicHeldAt(topic string) time.Time {
 // bridge.ProducerFollow.Inconsistent).
 func (m *ProduceMarks) Tick() { m.clock.Add(1) }
 
-// Clock returns the clock's value.
-func (m *ProduceMarks) Clock() uint64 { return m.clock.Load() }
-
-// ClockVar returns the clock itself, for a producer that reads it on every
-// record: an atomic load, where Clock as a func value is a call.
-func (m *ProduceMarks) ClockVar() *atomic.Uint64 { return &m.clock }
+// Clock returns the clock itself: a producer loads it on every record (an
+// atomic load, where a func value would be a call).
+func (m *ProduceMarks) Clock() *atomic.Uint64 { return &m.clock }
 
 // At returns the clock's value at the last answer for topic's partition,
 // or 0 if none. An answer that named no topic counts for every topic: the

@@ -41,7 +41,7 @@ func TestProducePartitionsNoted(t *testing.T) {
 	m.in = respFrame(0, stateTags("abc", 90), r.AppendTo(nil))
 	_, _ = readAll(c, 4096)
 	require.ElementsMatch(t, []string{"t/0", "u/1"}, rec.told)
-	require.Equal(t, uint64(2), rec.marks.Clock())
+	require.Equal(t, uint64(2), rec.marks.Clock().Load())
 	require.NotZero(t, rec.marks.At("t", 0))
 	require.Zero(t, rec.marks.At("t", 1), "a genuine error is not marked")
 	require.Zero(t, rec.marks.At("u", 0))
@@ -62,7 +62,7 @@ func TestProduceMarksWithoutTopic(t *testing.T) {
 
 func TestProduceMarksWholeTopic(t *testing.T) {
 	var m ProduceMarks
-	before := m.Clock()
+	before := m.Clock().Load()
 	m.Mark("frozen", -1) // a Metadata answer for the topic was held back
 	if m.At("frozen", 3) <= before {
 		t.Fatal("a record of the topic does not see its metadata held back")
