@@ -159,50 +159,33 @@ func run(ctx context.Context, o options) error {
 	// 0bd3567); kfake keeps the log of a cluster that was read from after
 	// Close (about 2.5 MiB per 200,000 records of 100 bytes read), so a
 	// later step runs beside the earlier steps' heap.
-	if o.Local && !o.ConsumeOnly {
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+5*max(o.Scale, 1))*time.Minute)
-		defer cancel()
-		body, err := runLocal(ctx, o, p, m)
-		if err != nil {
-			return err
-		}
-		sections[localSection] = body
+	steps := []struct {
+		on       bool
+		section  string
+		minutes  int // the step's time limit: minutes + perScale × scale
+		perScale int
+		run      func(context.Context, options, plan, machine) (string, error)
+	}{
+		{o.Local && !o.ConsumeOnly, localSection, 10, 5, runLocal},
+		{o.Local, consumeSection, 5, 2, runLocalConsume},
+		{o.RealKafka, kconsumeSection, 10, 2, runRealConsume},
+		{o.RealKafka && !o.ConsumeOnly, kafkaSection, 10, 10, runReal},
+		{o.RealKafkaRYW && !o.ConsumeOnly, rywKafkaSection, 10, 10, runRealRYW},
 	}
-	if o.Local {
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(5+2*max(o.Scale, 1))*time.Minute)
-		defer cancel()
-		body, err := runLocalConsume(ctx, o, p, m)
+	for _, st := range steps {
+		if !st.on {
+			continue
+		}
+		limit := time.Duration(st.minutes+st.perScale*max(o.Scale, 1)) * time.Minute
+		body, err := func() (string, error) {
+			ctx, cancel := context.WithTimeout(ctx, limit)
+			defer cancel()
+			return st.run(ctx, o, p, m)
+		}()
 		if err != nil {
 			return err
 		}
-		sections[consumeSection] = body
-	}
-	if o.RealKafka {
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+2*max(o.Scale, 1))*time.Minute)
-		defer cancel()
-		body, err := runRealConsume(ctx, o, p, m)
-		if err != nil {
-			return err
-		}
-		sections[kconsumeSection] = body
-	}
-	if o.RealKafka && !o.ConsumeOnly {
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+10*max(o.Scale, 1))*time.Minute)
-		defer cancel()
-		body, err := runReal(ctx, o, p, m)
-		if err != nil {
-			return err
-		}
-		sections[kafkaSection] = body
-	}
-	if o.RealKafkaRYW && !o.ConsumeOnly {
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(10+10*max(o.Scale, 1))*time.Minute)
-		defer cancel()
-		body, err := runRealRYW(ctx, o, p, m)
-		if err != nil {
-			return err
-		}
-		sections[rywKafkaSection] = body
+		sections[st.section] = body
 	}
 	if len(sections) == 0 {
 		return fmt.Errorf("nothing to run: -local=false and no -realkafka or -realkafka-ryw")
