@@ -24,7 +24,7 @@ func ExampleClient() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	if err != nil {
 		panic(err)
 	}

@@ -27,7 +27,7 @@ func freshAdmin(t *testing.T) (adm, other *admin.Client, ctx context.Context) {
 	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(50*time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(lc.Close)
-	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	adm, err = f.Admin(factory.KgoOpts(kgo.MetadataMinAge(time.Minute), kgo.MetadataMaxAge(time.Minute)))
@@ -246,7 +246,7 @@ func TestBrokerReadsReachABroker(t *testing.T) {
 	lc, err := localcluster.New(localcluster.Brokers(2))
 	require.NoError(t, err)
 	defer lc.Close()
-	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	require.NoError(t, err)
 	defer f.Close()
 	var writes metadataWrites

@@ -45,13 +45,13 @@ func ExampleNewMemoryStore() {
 	// true
 }
 
-// A Session reads as the later of a shared store and a token handed in
+// A HandedStore reads as the later of a shared store and a token handed in
 // with one unit of work, and sends what brokers answer to the shared
 // store: the handed token never raises the store of other callers.
-func ExampleNewSession() {
+func ExampleNewHandedStore() {
 	shared := consistency.NewMemoryStore()
 	_, _ = shared.Advance(consistency.MustOf("cluster-a", 10))
-	s := consistency.NewSession(shared, consistency.MustOf("cluster-a", 42))
+	s := consistency.NewHandedStore(shared, consistency.MustOf("cluster-a", 42))
 	fmt.Println(s.Load(), shared.Load())
 	_, _ = s.Advance(consistency.MustOf("cluster-a", 50)) // a broker's answer
 	fmt.Println(s.Load(), shared.Load())

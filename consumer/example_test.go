@@ -32,7 +32,7 @@ func ExampleConsumer_Poll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	if err != nil {
 		panic(err)
 	}
@@ -56,8 +56,8 @@ func ExampleConsumer_Poll() {
 		}
 	}
 
-	c, err := factory.NewConsumer(f, consumer.String(), consumer.JSON[reading](), []string{"readings"},
-		factory.GroupID("dashboard"), factory.AutoOffsetReset("earliest"))
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.JSON[reading](), factory.ConsumeTopics("readings"),
+		factory.GroupID("dashboard"), factory.AutoOffsetReset(factory.ResetEarliest))
 	if err != nil {
 		panic(err)
 	}
@@ -97,7 +97,7 @@ func ExampleConsumer_Assign() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	if err != nil {
 		panic(err)
 	}
@@ -114,7 +114,7 @@ func ExampleConsumer_Assign() {
 		}
 	}
 
-	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), nil)
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.String())
 	if err != nil {
 		panic(err)
 	}
@@ -149,7 +149,7 @@ func ExampleConsumer_Records() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	if err != nil {
 		panic(err)
 	}
@@ -165,7 +165,7 @@ func ExampleConsumer_Records() {
 		}
 	}
 
-	c, err := factory.NewConsumer(f, consumer.String(), consumer.Bytes(), nil)
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.Bytes())
 	if err != nil {
 		panic(err)
 	}
@@ -206,7 +206,7 @@ func ExampleConsumer_AppendPoll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	if err != nil {
 		panic(err)
 	}
@@ -222,7 +222,7 @@ func ExampleConsumer_AppendPoll() {
 		}
 	}
 
-	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), nil)
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.String())
 	if err != nil {
 		panic(err)
 	}

@@ -31,7 +31,7 @@ func newGroupEnv(t *testing.T) *groupEnv {
 	t.Cleanup(func() { lc.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
 	adm, err := f.Admin()
@@ -103,8 +103,8 @@ func TestRevokedCommits(t *testing.T) {
 		err  error
 	}
 	calls := make(chan call, 16)
-	a, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), []string{"t"},
-		factory.GroupID("g"), factory.AutoOffsetReset("earliest"), fast,
+	a, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), factory.ConsumeTopics("t"),
+		factory.GroupID("g"), factory.AutoOffsetReset(factory.ResetEarliest), fast,
 		factory.KgoOpts(kgo.DisableAutoCommit()),
 		factory.OnPartitionsAssigned(func(_ context.Context, _ *consumer.Group, ps map[string][]int32) {
 			if len(ps) > 0 {
@@ -128,8 +128,8 @@ func TestRevokedCommits(t *testing.T) {
 	require.Empty(t, e.committed(t, "g"), "autocommit is off")
 
 	// A second member: the cooperative balancer moves one partition.
-	b, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), []string{"t"},
-		factory.GroupID("g"), factory.AutoOffsetReset("earliest"), fast)
+	b, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), factory.ConsumeTopics("t"),
+		factory.GroupID("g"), factory.AutoOffsetReset(factory.ResetEarliest), fast)
 	require.NoError(t, err)
 	defer b.Close()
 	var revoked call
@@ -164,8 +164,8 @@ func TestBlockRebalanceOnPoll(t *testing.T) {
 	allowed := false
 	revokedEarly := make(chan bool, 4)
 	blocked := make(chan struct{}, 4)
-	a, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), []string{"t"},
-		factory.GroupID("g"), factory.AutoOffsetReset("earliest"), fast,
+	a, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), factory.ConsumeTopics("t"),
+		factory.GroupID("g"), factory.AutoOffsetReset(factory.ResetEarliest), fast,
 		factory.BlockRebalanceOnPoll(),
 		factory.KgoOpts(kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { blocked <- struct{}{} })),
 		factory.OnPartitionsRevoked(func(ctx context.Context, g *consumer.Group, ps map[string][]int32) {
@@ -181,8 +181,8 @@ func TestBlockRebalanceOnPoll(t *testing.T) {
 	defer a.Close()
 	require.Len(t, pollN(t, e.ctx, a, 4), 4) // the poll blocks rebalances
 
-	b, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), []string{"t"},
-		factory.GroupID("g"), factory.AutoOffsetReset("earliest"), fast)
+	b, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), factory.ConsumeTopics("t"),
+		factory.GroupID("g"), factory.AutoOffsetReset(factory.ResetEarliest), fast)
 	require.NoError(t, err)
 	defer b.Close()
 	select {
@@ -209,8 +209,8 @@ func TestBlockRebalanceOnPoll(t *testing.T) {
 func TestCloseAllowsRebalance(t *testing.T) {
 	e := newGroupEnv(t)
 	e.produce(t, 0, 1)
-	c, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), []string{"t"},
-		factory.GroupID("g"), factory.AutoOffsetReset("earliest"), factory.BlockRebalanceOnPoll())
+	c, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), factory.ConsumeTopics("t"),
+		factory.GroupID("g"), factory.AutoOffsetReset(factory.ResetEarliest), factory.BlockRebalanceOnPoll())
 	require.NoError(t, err)
 	pollN(t, e.ctx, c, 1) // and no AllowRebalance
 	closed := make(chan struct{})
@@ -229,7 +229,7 @@ func TestCloseAllowsRebalance(t *testing.T) {
 // resumed, and nothing is skipped; SetOffsets moves a partition back.
 func TestPauseResumeSeek(t *testing.T) {
 	e := newGroupEnv(t)
-	c, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), nil)
+	c, err := factory.NewConsumer(e.f, consumer.String(), consumer.String())
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.Assign(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}))

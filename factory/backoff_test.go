@@ -18,7 +18,7 @@ import (
 func TestDefaultBackoffIsJavas(t *testing.T) {
 	backoffOf := func(opts ...Opt) func(int) time.Duration {
 		t.Helper()
-		f, err := New(nil, append([]Opt{BootstrapServers("127.0.0.1:1")}, opts...)...)
+		f, err := New(append([]Opt{BootstrapServers("127.0.0.1:1")}, opts...)...)
 		require.NoError(t, err)
 		defer f.Close()
 		cl, err := f.KgoClient()

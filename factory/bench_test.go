@@ -49,7 +49,7 @@ func BenchmarkProduceBuffered(b *testing.B) {
 		}, cl.Flush)
 	})
 	b.Run("factory", func(b *testing.B) {
-		f, err := factory.New(consistency.NewMemoryStore(), factory.BootstrapServers(kc.ListenAddrs()...), factory.Compression("none"),
+		f, err := factory.New(factory.WithStore(consistency.NewMemoryStore()), factory.BootstrapServers(kc.ListenAddrs()...), factory.Compression(factory.CodecNone),
 			factory.KgoOpts(kgo.ManualFlushing(), kgo.MaxBufferedRecords(2*per)))
 		if err != nil {
 			b.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -44,10 +43,10 @@ func baseBuild(cfg config) session.Build {
 			return b.opts, b.tls, err
 		},
 		KgoOpts:                  cfg.kgoOpts,
-		Seeds:                    cfg.seeds,
+		Seeds:                    cfg.conn.seedList(),
 		Pin:                      cfg.pin,
-		Strategy:                 cfg.strategy,
-		ClusterCheck:             cfg.clusterCheck,
+		Strategy:                 cfg.conn.strategy,
+		ClusterCheck:             cfg.conn.clusterCheck,
 		Resolver:                 cfg.resolver,
 		InconsistentMetadataCode: cfg.incCode,
 		Logger:                   cfg.logger,
@@ -60,18 +59,15 @@ func baseBuild(cfg config) session.Build {
 // client with its own bootstrap servers, credentials or TLS settings. (A
 // kgo.SASL or dialer in KgoOpts is not compared.)
 func (f *Factory) sameSecurity(cfg config) bool {
-	b := &f.base
-	return cfg.secProt == b.secProt && cfg.sasl == b.sasl && cfg.tls == b.tls &&
-		cfg.sslCA == b.sslCA && cfg.sslCert == b.sslCert && cfg.sslKey == b.sslKey && cfg.sslKeystore == b.sslKeystore &&
-		slices.Equal(cfg.seeds, b.seeds)
+	return cfg.security == f.base.security && cfg.conn.seeds == f.base.conn.seeds
 }
 
 // recheckEvery is how often a pinned producer whose cluster is gone asks the
 // bootstrap servers again: retry.backoff.ms if set, else 1s (the Java
 // client's reconnect.backoff.max.ms).
 func (c *config) recheckEvery() time.Duration {
-	if c.retryBackoff != nil && *c.retryBackoff > 0 {
-		return *c.retryBackoff
+	if c.conn.retryBackoffSet && c.conn.retryBackoff > 0 {
+		return c.conn.retryBackoff
 	}
 	return time.Second
 }
@@ -93,18 +89,19 @@ type built struct {
 // factory's base, shared by every client it makes.
 func (c *config) build() (built, error) {
 	errs := append([]error(nil), c.errs...)
-	if len(c.seeds) == 0 {
+	if c.conn.seeds == "" {
 		errs = append(errs, errors.New("bootstrap.servers: required, none given"))
 	}
-	idem := c.acks == "all"
-	if c.idempotence != nil {
-		if *c.idempotence && c.acks != "all" {
-			errs = append(errs, fmt.Errorf("enable.idempotence: true needs acks=all, have acks=%s", c.acks))
+	p := c.produce
+	idem := p.acks == AllISRAcks
+	if p.idempotence >= 0 {
+		if p.idempotence == 1 && p.acks != AllISRAcks {
+			errs = append(errs, fmt.Errorf("enable.idempotence: true needs acks=all, have acks=%s", p.acks))
 		}
-		idem = *c.idempotence && c.acks == "all"
+		idem = p.idempotence == 1 && p.acks == AllISRAcks
 	}
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(c.seeds...),
+		kgo.SeedBrokers(c.conn.seedList()...),
 		// A broker behind the token makes franz-go retry after a metadata
 		// refresh, which MetadataMinAge (5s) rate-limits; the Java client
 		// refreshes after retry.backoff.ms (100ms).
@@ -119,68 +116,30 @@ func (c *config) build() (built, error) {
 		// logs each such EOF with its TLS hint.
 		kgo.AlwaysRetryEOF(),
 	}
-	if c.clientID != "" {
-		opts = append(opts, kgo.ClientID(c.clientID))
+	if c.conn.clientID != "" {
+		opts = append(opts, kgo.ClientID(c.conn.clientID))
 	} else {
 		opts = append(opts, kgo.ClientID("kconsist"))
 	}
-	if c.requestTimeout > 0 {
-		opts = append(opts, kgo.RequestTimeoutOverhead(c.requestTimeout))
+	if c.conn.requestTimeout > 0 {
+		opts = append(opts, kgo.RequestTimeoutOverhead(c.conn.requestTimeout))
 	}
-	if c.retryBackoff != nil {
-		d := *c.retryBackoff
+	if c.conn.retryBackoffSet {
+		d := c.conn.retryBackoff
 		opts = append(opts, kgo.RetryBackoffFn(func(int) time.Duration { return d }))
 	} else {
 		opts = append(opts, kgo.RetryBackoffFn(javaBackoff))
 	}
-	switch c.acks {
-	case "all":
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-	case "1":
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
-	case "0":
-		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	if c.role == 0 || c.role.produces() {
+		opts = append(opts, p.kgoOpts(idem)...)
 	}
-	if !idem {
-		opts = append(opts, kgo.DisableIdempotentWrite())
-	}
-	// A record fails once it has waited this long, whatever holds it: a
-	// broker that stays behind the token as much as one that is down.
-	// franz-go's own default is no bound at all.
-	opts = append(opts, kgo.RecordDeliveryTimeout(c.deliveryTimeout))
-	if c.linger != nil {
-		opts = append(opts, kgo.ProducerLinger(*c.linger))
-	}
-	switch c.compression {
-	case "gzip":
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.GzipCompression()))
-	case "snappy":
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.SnappyCompression()))
-	case "lz4":
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.Lz4Compression()))
-	case "zstd":
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.ZstdCompression()))
-	default:
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.NoCompression()))
-	}
-	if c.groupID != "" {
-		opts = append(opts, kgo.ConsumerGroup(c.groupID))
-	}
-	switch c.autoOffsetRes {
-	case "earliest":
-		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	case "none":
-		opts = append(opts, kgo.ConsumeResetOffset(kgo.NoResetOffset()))
-	default:
-		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
-	}
-	if c.isolationLevel == "read_committed" {
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if c.role == 0 || c.role.consumes() {
+		opts = append(opts, c.consume.kgoOpts()...)
 	}
 	if l := session.KgoLogger(c.logger); l != nil {
 		opts = append(opts, kgo.WithLogger(l))
 	}
-	secOpts, tlsCfg, err := c.security()
+	secOpts, tlsCfg, err := c.securityOpts()
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -201,70 +160,125 @@ func (c *config) build() (built, error) {
 	return built{opts: opts, tls: tlsCfg}, nil
 }
 
-// security checks security.protocol, SASL and TLS settings together and
+// kgoOpts returns the franz-go options of a producer's settings;
+// idempotent says whether the producer is.
+func (p produceConfig) kgoOpts(idempotent bool) []kgo.Opt {
+	var opts []kgo.Opt
+	switch p.acks {
+	case AllISRAcks:
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case LeaderAck:
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
+	case NoAck:
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	}
+	if !idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	// A record fails once it has waited this long, whatever holds it: a
+	// broker that stays behind the token as much as one that is down.
+	// franz-go's own default is no bound at all.
+	opts = append(opts, kgo.RecordDeliveryTimeout(p.deliveryTimeout))
+	if p.lingerSet {
+		opts = append(opts, kgo.ProducerLinger(p.linger))
+	}
+	codec := kgo.NoCompression()
+	switch p.compression {
+	case CodecGzip:
+		codec = kgo.GzipCompression()
+	case CodecSnappy:
+		codec = kgo.SnappyCompression()
+	case CodecLz4:
+		codec = kgo.Lz4Compression()
+	case CodecZstd:
+		codec = kgo.ZstdCompression()
+	}
+	return append(opts, kgo.ProducerBatchCompression(codec))
+}
+
+// kgoOpts returns the franz-go options of a consumer's settings.
+func (c consumeConfig) kgoOpts() []kgo.Opt {
+	var opts []kgo.Opt
+	if c.groupID != "" {
+		opts = append(opts, kgo.ConsumerGroup(c.groupID))
+	}
+	switch c.reset {
+	case ResetEarliest:
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	case ResetNone:
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NoResetOffset()))
+	default:
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	}
+	if c.isolation == ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	return opts
+}
+
+// securityOpts checks security.protocol, SASL and TLS settings together and
 // loads certificate files. It returns the TLS config to dial with: a new
 // one, or a clone of c.tls, which is the caller's and never modified.
-func (c *config) security() ([]kgo.Opt, *tls.Config, error) {
-	wantTLS := c.secProt == "SSL" || c.secProt == "SASL_SSL"
-	wantSASL := c.secProt == "SASL_PLAINTEXT" || c.secProt == "SASL_SSL"
+func (c *config) securityOpts() ([]kgo.Opt, *tls.Config, error) {
+	sec := &c.security
+	prot := sec.protocol()
 	var opts []kgo.Opt
-	if wantSASL {
-		if mod := c.sasl.module; mod != "" && !strings.HasPrefix(c.sasl.mechanism, mod) {
-			return nil, nil, fmt.Errorf("sasl.jaas.config: %s does not serve sasl.mechanism=%s", moduleName(mod), c.sasl.mechanism)
+	if prot.sasl() {
+		if mod := sec.sasl.module; mod != "" && !strings.HasPrefix(sec.sasl.mechanism.String(), mod) {
+			return nil, nil, fmt.Errorf("sasl.jaas.config: %s does not serve sasl.mechanism=%s", moduleName(mod), sec.sasl.mechanism)
 		}
 		var m sasl.Mechanism
-		switch c.sasl.mechanism {
-		case "PLAIN":
-			m = plain.Auth{User: c.sasl.user, Pass: string(c.sasl.pass)}.AsMechanism()
-		case "SCRAM-SHA-256":
-			m = scram.Auth{User: c.sasl.user, Pass: string(c.sasl.pass), IsToken: c.sasl.token}.AsSha256Mechanism()
-		case "SCRAM-SHA-512":
-			m = scram.Auth{User: c.sasl.user, Pass: string(c.sasl.pass), IsToken: c.sasl.token}.AsSha512Mechanism()
-		case "":
-			return nil, nil, fmt.Errorf("sasl.mechanism: required with security.protocol=%s (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", c.secProt)
+		user, pass := sec.sasl.user, string(sec.sasl.pass)
+		switch sec.sasl.mechanism {
+		case Plain:
+			m = plain.Auth{User: user, Pass: pass}.AsMechanism()
+		case ScramSHA256:
+			m = scram.Auth{User: user, Pass: pass, IsToken: sec.sasl.token}.AsSha256Mechanism()
+		case ScramSHA512:
+			m = scram.Auth{User: user, Pass: pass, IsToken: sec.sasl.token}.AsSha512Mechanism()
 		default:
-			return nil, nil, fmt.Errorf("sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", c.sasl.mechanism)
+			return nil, nil, fmt.Errorf("sasl.mechanism: required with security.protocol=%s (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", prot)
 		}
-		if c.sasl.user == "" {
+		if user == "" {
 			return nil, nil, errors.New("sasl.username: required with SASL")
 		}
 		opts = append(opts, kgo.SASL(m))
-	} else if c.sasl.mechanism != "" {
-		return nil, nil, fmt.Errorf("sasl.mechanism: set, but security.protocol=%s does not use SASL", c.secProt)
+	} else if sec.sasl != (saslConfig{}) {
+		return nil, nil, fmt.Errorf("security.protocol: %s, but SASL settings are given (use SASL_PLAINTEXT or SASL_SSL)", prot)
 	}
-	if !wantTLS {
-		if c.sslCA != "" || c.sslCert != "" || c.sslKey != "" || c.sslKeystore != "" || c.sslKeyPass != "" || c.tls != nil {
-			return nil, nil, fmt.Errorf("security.protocol: %s, but TLS settings are given (use SSL or SASL_SSL)", c.secProt)
+	if !prot.tls() {
+		if sec.hasTLS() {
+			return nil, nil, fmt.Errorf("security.protocol: %s, but TLS settings are given (use SSL or SASL_SSL)", prot)
 		}
 		return opts, nil, nil
 	}
 	var cfg *tls.Config
-	if c.tls == nil {
+	if sec.tls == nil {
 		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
 	} else {
-		cfg = c.tls.Clone()
+		cfg = sec.tls.Clone()
 	}
-	if c.sslCA != "" {
-		from := c.sslCAFrom
+	if sec.caFile != "" {
+		from := sec.caFrom
 		if from == "" {
 			from = "ssl.ca.location"
 		}
-		pem, err := os.ReadFile(c.sslCA)
+		pem, err := os.ReadFile(sec.caFile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %v", from, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, fmt.Errorf("%s: %s holds no PEM certificate", from, c.sslCA)
+			return nil, nil, fmt.Errorf("%s: %s holds no PEM certificate", from, sec.caFile)
 		}
 		cfg.RootCAs = pool
 	}
-	if (c.sslCert == "") != (c.sslKey == "") {
+	if (sec.certFile == "") != (sec.keyFile == "") {
 		return nil, nil, errors.New("ssl.certificate.location and ssl.key.location: give both or neither")
 	}
-	kp := keyPair{certPath: c.sslCert, keyPath: c.sslKey, certKey: "ssl.certificate.location", keyKey: "ssl.key.location", pass: c.sslKeyPass}
-	if c.sslKeystore != "" {
-		kp = keyPair{certPath: c.sslKeystore, keyPath: c.sslKeystore, certKey: "ssl.keystore.location", keyKey: "ssl.keystore.location", pass: c.sslKeyPass}
+	kp := keyPair{certPath: sec.certFile, keyPath: sec.keyFile, certKey: "ssl.certificate.location", keyKey: "ssl.key.location", pass: sec.keyPass}
+	if sec.keystore != "" {
+		kp = keyPair{certPath: sec.keystore, keyPath: sec.keystore, certKey: "ssl.keystore.location", keyKey: "ssl.keystore.location", pass: sec.keyPass}
 	}
 	switch {
 	case kp.certPath != "":
@@ -273,7 +287,7 @@ func (c *config) security() ([]kgo.Opt, *tls.Config, error) {
 			return nil, nil, err
 		}
 		cfg.Certificates = []tls.Certificate{pair}
-	case c.sslKeyPass != "":
+	case sec.keyPass != "":
 		return nil, nil, errors.New("ssl.key.password: given, but no key to decrypt (ssl.keystore.location or ssl.key.location)")
 	}
 	return opts, cfg, nil

@@ -28,7 +28,7 @@ type rebalanceConfig struct {
 // OnPartitionsAssigned calls fn when the group assigns partitions to a
 // consumer, before they are fetched (franz-go's kgo.OnPartitionsAssigned).
 // A consumer option, for consumers with a group.id.
-func OnPartitionsAssigned(fn RebalanceFunc) Opt {
+func OnPartitionsAssigned(fn RebalanceFunc) ConsumerOpt {
 	return rebalanceOpt("OnPartitionsAssigned", fn, func(r *rebalanceConfig) { r.assigned = fn })
 }
 
@@ -39,7 +39,7 @@ func OnPartitionsAssigned(fn RebalanceFunc) Opt {
 // fn replaces the commit the consumer otherwise makes at that point, as in
 // franz-go: commit in fn (g.Commit) whatever another member must not read
 // again. A consumer option, for consumers with a group.id.
-func OnPartitionsRevoked(fn RebalanceFunc) Opt {
+func OnPartitionsRevoked(fn RebalanceFunc) ConsumerOpt {
 	return rebalanceOpt("OnPartitionsRevoked", fn, func(r *rebalanceConfig) { r.revoked = fn })
 }
 
@@ -48,7 +48,7 @@ func OnPartitionsRevoked(fn RebalanceFunc) Opt {
 // timed out, a fatal group error), so committing them is bound to fail
 // (franz-go's kgo.OnPartitionsLost). Without it nothing is called then.
 // A consumer option, for consumers with a group.id.
-func OnPartitionsLost(fn RebalanceFunc) Opt {
+func OnPartitionsLost(fn RebalanceFunc) ConsumerOpt {
 	return rebalanceOpt("OnPartitionsLost", fn, func(r *rebalanceConfig) { r.lost = fn })
 }
 
@@ -60,27 +60,27 @@ func OnPartitionsLost(fn RebalanceFunc) Opt {
 // Process quickly: a member that holds up a rebalance past the rebalance
 // timeout is removed from the group. A consumer option, for consumers with
 // a group.id.
-func BlockRebalanceOnPoll() Opt {
-	return roleOpt{key: "BlockRebalanceOnPoll", roles: RoleConsumer, fn: func(c *config) { c.rebalance.block = true }}
+func BlockRebalanceOnPoll() ConsumerOpt {
+	return consumerOnly(func(c *config) { c.rebalance.block = true })
 }
 
-// rebalanceOpt is a consumer-only option: not for RoleKgo, whose client
-// takes franz-go's own callbacks through KgoOpts.
-func rebalanceOpt(key string, fn RebalanceFunc, set func(*rebalanceConfig)) Opt {
-	return roleOpt{key: key, roles: RoleConsumer, fn: func(c *config) {
+// rebalanceOpt is a consumer option setting one callback.
+func rebalanceOpt(key string, fn RebalanceFunc, set func(*rebalanceConfig)) ConsumerOpt {
+	return consumerOnly(func(c *config) {
 		if fn == nil {
 			c.fail("%s: nil function", key)
 			return
 		}
 		set(&c.rebalance)
-	}}
+	})
 }
 
 // rebalanceOpts returns the franz-go options of c's rebalance settings for
-// a consumer's client; other roles never get them (given to New, they are
-// part of every client's base).
+// the client of a group consumer or a GroupTransactSession; other roles
+// never get them (given to New, they are part of every client's base). A
+// bare franz-go client takes franz-go's own callbacks through KgoOpts.
 func (c *config) rebalanceOpts() ([]kgo.Opt, error) {
-	if c.role != RoleConsumer {
+	if c.role&RoleConsumer == 0 {
 		return nil, nil
 	}
 	r := c.rebalance
@@ -107,7 +107,7 @@ func (c *config) rebalanceOpts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.BlockRebalanceOnPoll())
 		set = append(set, "BlockRebalanceOnPoll")
 	}
-	if len(set) > 0 && c.groupID == "" {
+	if len(set) > 0 && c.consume.groupID == "" {
 		return nil, fmt.Errorf("%s: needs group.id (a consumer without a group has no rebalances)", strings.Join(set, ", "))
 	}
 	return opts, nil

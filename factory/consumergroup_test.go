@@ -2,6 +2,7 @@ package factory
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,22 +17,21 @@ import (
 // given to New they reach consumers only.
 func TestRebalanceOptionRoles(t *testing.T) {
 	fn := func(context.Context, *consumer.Group, map[string][]int32) {}
-	f, err := New(nil, BootstrapServers("127.0.0.1:1"), OnPartitionsRevoked(fn), BlockRebalanceOnPoll())
+	f, err := New(BootstrapServers("127.0.0.1:1"), OnPartitionsRevoked(fn), BlockRebalanceOnPoll())
 	require.NoError(t, err, "any option may be part of the base")
 	t.Cleanup(f.Close)
 
-	_, err = f.Admin(OnPartitionsAssigned(fn))
-	require.ErrorIs(t, err, ErrConfig)
-	require.ErrorContains(t, err, "OnPartitionsAssigned (a consumer setting): not used by admin clients")
-	_, err = NewProducer(f, producer.String(), producer.String(), OnPartitionsLost(fn), BlockRebalanceOnPoll())
-	require.ErrorContains(t, err, "OnPartitionsLost (a consumer setting), BlockRebalanceOnPoll (a consumer setting): not used by producer clients")
-	_, err = f.KgoClient(OnPartitionsRevoked(fn))
-	require.ErrorContains(t, err, "OnPartitionsRevoked (a consumer setting): not used by kgo clients")
+	// A rebalance option given to an admin client or a producer does not
+	// compile: ConsumerOpt is neither an AdminOpt nor a ProducerOpt.
+	consumerOpt := reflect.TypeFor[ConsumerOpt]()
+	require.False(t, consumerOpt.Implements(reflect.TypeFor[AdminOpt]()))
+	require.False(t, consumerOpt.Implements(reflect.TypeFor[ProducerOpt]()))
+	require.True(t, consumerOpt.Implements(reflect.TypeFor[TransactOpt]()))
 
-	_, err = NewConsumer(f, consumer.String(), consumer.String(), []string{"t"})
+	_, err = NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"))
 	require.ErrorIs(t, err, ErrConfig)
 	require.ErrorContains(t, err, "OnPartitionsRevoked, BlockRebalanceOnPoll: needs group.id")
-	_, err = NewConsumer(f, consumer.String(), consumer.String(), []string{"t"}, GroupID("g"), OnPartitionsAssigned(nil))
+	_, err = NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"), GroupID("g"), OnPartitionsAssigned(nil))
 	require.ErrorContains(t, err, "OnPartitionsAssigned: nil function")
 
 	// The base's rebalance options reach no other role's client.
@@ -41,8 +41,17 @@ func TestRebalanceOptionRoles(t *testing.T) {
 	p, err := NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
 	require.NoError(t, p.Close(context.Background()))
-	c, err := NewConsumer(f, consumer.String(), consumer.String(), []string{"t"}, GroupID("g"), OnPartitionsAssigned(fn), OnPartitionsLost(fn))
+	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"), GroupID("g"), OnPartitionsAssigned(fn), OnPartitionsLost(fn))
 	require.NoError(t, err)
 	require.Equal(t, true, c.Kgo().OptValue("BlockRebalanceOnPoll"))
 	c.Close()
+
+	// A GroupTransactSession consumes in a group: the rebalance options
+	// reach its client as they reach a consumer's (they were dropped
+	// without a word when only RoleConsumer got them).
+	cfg, err := f.clientConfig(RoleTransactSession, asOpts([]TransactOpt{GroupID("g"), OnPartitionsAssigned(fn), OnPartitionsLost(fn)}))
+	require.NoError(t, err)
+	reb, err := cfg.rebalanceOpts()
+	require.NoError(t, err)
+	require.Len(t, reb, 4, "assigned, revoked and lost callbacks and BlockRebalanceOnPoll")
 }

@@ -14,7 +14,7 @@
 // which waits until its broker has caught up. [Consistency] chooses the
 // mode; [EventConsistencyOff] reports a cluster where neither works.
 //
-//	f, err := factory.New(nil, factory.BootstrapServers("localhost:9092"))
+//	f, err := factory.New(factory.BootstrapServers("localhost:9092"))
 //	adm, err := f.Admin()
 //	_, err = adm.CreateTopic(ctx, 3, 1, nil, "orders")
 //	p, err := factory.NewProducer(f, producer.String(), producer.JSON[Order]())
@@ -33,7 +33,7 @@
 // asks for its own with [SeparateClient]; see [NewProducer].
 //
 // A token handed over by another service is input, not truth: take it with
-// Factory.Session (its clients wait for it; the factory's other clients do
+// Factory.WithToken (its clients wait for it; the factory's other clients do
 // not), or Factory.Accept, both of which ask the cluster first and refuse
 // a token of another cluster or beyond the committed metadata offset
 // (TokenError). A store that holds such a token anyway heals itself on the

@@ -60,10 +60,9 @@ func ParseConsistencyMode(s string) (ConsistencyMode, error) {
 }
 
 // Consistency sets where tokens come from (property consistency.mode);
-// the default is ModeAuto. It is a factory-wide setting: given to a single
-// client it is an error.
+// the default is ModeAuto. A factory-wide setting.
 func Consistency(m ConsistencyMode) Opt {
-	return opt(func(c *config) {
+	return factoryOpt(func(c *config) {
 		if m > ModeOff {
 			c.fail("consistency.mode: unknown mode %d", m)
 			return

@@ -32,7 +32,7 @@ type Order struct {
 // three clients of one factory. They share a consistency token, so the
 // producer and the consumer see the new topic at once, on every broker.
 func quickStart(ctx context.Context, bootstrap string) error {
-	f, err := factory.New(nil, factory.BootstrapServers(bootstrap))
+	f, err := factory.New(factory.BootstrapServers(bootstrap))
 	if err != nil {
 		return err
 	}
@@ -58,8 +58,8 @@ func quickStart(ctx context.Context, bootstrap string) error {
 		return err
 	}
 
-	c, err := factory.NewConsumer(f, consumer.String(), consumer.JSON[Order](), []string{"orders"},
-		factory.AutoOffsetReset("earliest"))
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.JSON[Order](), factory.ConsumeTopics("orders"),
+		factory.AutoOffsetReset(factory.ResetEarliest))
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func ExampleFromProperties() {
 	if err != nil {
 		panic(err)
 	}
-	f, err := factory.New(nil, opts...)
+	f, err := factory.New(opts...)
 	if err != nil {
 		panic(err)
 	}
@@ -179,7 +179,7 @@ func ExampleWithObserver() {
 	defer cancel()
 
 	tokens := make(chan string, 100)
-	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...),
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...),
 		factory.WithObserver(factory.ObserverFunc(func(ev factory.Event) {
 			if ev.Kind == factory.EventTokenAdvanced {
 				select {
@@ -240,7 +240,7 @@ func TestREADMEQuickStart(t *testing.T) {
 // confined to the work it came with: the session's clients wait for it,
 // the factory's other clients do not. A token no broker can reach is
 // refused at once.
-func ExampleFactory_Session() {
+func ExampleFactory_WithToken() {
 	lc, err := localcluster.New(localcluster.Brokers(1), localcluster.ClusterID("example-cluster"))
 	if err != nil {
 		panic(err)
@@ -248,7 +248,7 @@ func ExampleFactory_Session() {
 	defer lc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...))
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	if err != nil {
 		panic(err)
 	}
@@ -258,14 +258,14 @@ func ExampleFactory_Session() {
 	if err != nil {
 		panic(err)
 	}
-	sess, err := f.Session(ctx, handed)
+	sess, err := f.WithToken(ctx, handed)
 	if err != nil {
 		panic(err)
 	}
 	defer sess.Close()
 	fmt.Println("session waits for", sess.Token(), "- factory holds", f.Token())
 
-	_, err = f.Session(ctx, consistency.MustOf("example-cluster", 1<<40))
+	_, err = f.WithToken(ctx, consistency.MustOf("example-cluster", 1<<40))
 	fmt.Println(errors.Is(err, consistency.ErrFutureToken))
 	// Output:
 	// session waits for example-cluster@0 - factory holds unknown

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,19 +38,20 @@ type Factory struct {
 	s *session.Session
 }
 
-// New returns a factory whose clients share store; a nil store means a new
-// in-process [consistency.MemoryStore]. The options are the base
-// configuration of every client; they are validated here.
-func New(store consistency.Store, opts ...Opt) (*Factory, error) {
-	if store == nil {
-		store = consistency.NewMemoryStore()
-	}
+// New returns a factory. The options are the base configuration of every
+// client it makes; they are validated here. Its clients share the store of
+// WithStore, or a new in-process [consistency.MemoryStore].
+func New(opts ...Opt) (*Factory, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
 	if _, err := cfg.build(); err != nil {
 		return nil, err
+	}
+	store := cfg.store
+	if store == nil {
+		store = consistency.NewMemoryStore()
 	}
 	f := &Factory{base: cfg}
 	var err error
@@ -114,8 +116,8 @@ func (f *Factory) Stats() Stats { return Stats(f.s.Stats()) }
 // sends every kadm metadata read to a broker (see the admin package doc),
 // which the token keeps from answering stale, and the cache franz-go still
 // uses to route requests is kept for its minimum, 10ms.
-func (f *Factory) Admin(opts ...Opt) (*admin.Client, error) {
-	b, _, err := f.resolve(withRole(opts, RoleAdmin), []kgo.Opt{kgo.MetadataMinAge(10 * time.Millisecond)})
+func (f *Factory) Admin(opts ...AdminOpt) (*admin.Client, error) {
+	b, _, err := f.resolve(RoleAdmin, asOpts(opts), []kgo.Opt{kgo.MetadataMinAge(10 * time.Millisecond)})
 	if err != nil {
 		return nil, err
 	}
@@ -141,11 +143,11 @@ func (f *Factory) Admin(opts ...Opt) (*admin.Client, error) {
 // producer a client of its own, as does SeparateClient. Flush of a producer
 // waits for every record of its client, and Close of one leaves the client
 // open for the others; the last Close closes it (see producer.Producer).
-func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values producer.Serializer[V], opts ...Opt) (*producer.Producer[K, V], error) {
+func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values producer.Serializer[V], opts ...ProducerOpt) (*producer.Producer[K, V], error) {
 	if keys == nil || values == nil {
 		return nil, fmt.Errorf("%w: NewProducer needs a key and a value serializer", ErrConfig)
 	}
-	b, cfg, err := f.resolve(withRole(opts, RoleProducer), nil)
+	b, cfg, err := f.resolve(RoleProducer, asOpts(opts), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -161,19 +163,15 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 	return p, nil
 }
 
-// NewConsumer returns a consumer of K keys and V values. With GroupID and
-// topics it joins the group; with topics and no group it consumes every
-// partition of them; with neither, assign partitions with
-// Consumer.Assign.
-func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values consumer.Deserializer[V], topics []string, opts ...Opt) (*consumer.Consumer[K, V], error) {
+// NewConsumer returns a consumer of K keys and V values; opts apply on top
+// of the factory's. With GroupID and ConsumeTopics it joins the group; with
+// topics and no group it consumes every partition of them; with neither,
+// assign partitions with Consumer.Assign.
+func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values consumer.Deserializer[V], opts ...ConsumerOpt) (*consumer.Consumer[K, V], error) {
 	if keys == nil || values == nil {
 		return nil, fmt.Errorf("%w: NewConsumer needs a key and a value deserializer", ErrConfig)
 	}
-	var extra []kgo.Opt
-	if len(topics) > 0 {
-		extra = append(extra, kgo.ConsumeTopics(topics...))
-	}
-	b, cfg, err := f.resolve(withRole(opts, RoleConsumer), extra)
+	b, cfg, err := f.resolve(RoleConsumer, asOpts(opts), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -182,47 +180,58 @@ func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values con
 		return nil, err
 	}
 	c := new(consumer.Consumer[K, V])
-	bridge.InitConsumer(c, cl, keys, values, cfg.groupID != "", follow)
+	bridge.InitConsumer(c, cl, keys, values, cfg.consume.groupID != "", follow)
 	return c, nil
 }
 
 // KgoClient returns a bare franz-go client that shares the factory's store,
 // for anything the wrappers do not cover. Close it when done.
-func (f *Factory) KgoClient(opts ...Opt) (*kgo.Client, error) {
-	b, _, err := f.resolve(withRole(opts, RoleKgo), nil)
+func (f *Factory) KgoClient(opts ...KgoClientOpt) (*kgo.Client, error) {
+	b, _, err := f.resolve(RoleKgo, asOpts(opts), nil)
 	if err != nil {
 		return nil, err
 	}
 	return f.s.Client(b)
 }
 
-// resolve returns the description of a client made with opts on top of
-// the factory's, and its settings. A closed factory says so first, whatever
-// opts say; the session checks again when it makes the client.
-func (f *Factory) resolve(opts []Opt, extra []kgo.Opt) (session.Build, config, error) {
+// resolve returns the description of a client of role made with opts on
+// top of the factory's, and its settings. A closed factory says so first,
+// whatever opts say; the session checks again when it makes the client.
+func (f *Factory) resolve(role Role, opts []Opt, extra []kgo.Opt) (session.Build, config, error) {
 	if f.s.Closed() {
 		return session.Build{}, config{}, ErrClosed
 	}
-	cfg, err := f.clientConfig(opts)
+	cfg, err := f.clientConfig(role, opts)
 	if err != nil {
 		return session.Build{}, cfg, err
+	}
+	if len(cfg.topics) > 0 {
+		extra = append(extra, kgo.ConsumeTopics(cfg.topics...))
 	}
 	b, err := f.describe(cfg, extra)
 	return b, cfg, err
 }
 
-// clientConfig returns the settings of a client made with opts on top of
-// the factory's.
-func (f *Factory) clientConfig(opts []Opt) (config, error) {
+// clientConfig returns the settings of a client of role made with opts on
+// top of the factory's. Security options among opts replace the base's
+// security settings as a whole (see SecurityProtocol).
+func (f *Factory) clientConfig(role Role, opts []Opt) (config, error) {
 	cfg := f.base.clone()
+	cfg.role = role
+	if slices.ContainsFunc(opts, isSecurity) {
+		cfg.security = securityConfig{}
+	}
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	if err := checkRoles(opts, cfg.role); err != nil {
-		return cfg, err
-	}
-	if cfg.mode != f.base.mode {
-		return cfg, fmt.Errorf("%w: consistency.mode is a factory setting (%s); a client cannot change it to %s", ErrConfig, f.base.mode, cfg.mode)
-	}
 	return cfg, nil
+}
+
+// asOpts returns role options as plain options.
+func asOpts[O Opt](opts []O) []Opt {
+	all := make([]Opt, 0, len(opts)+1)
+	for _, o := range opts {
+		all = append(all, o)
+	}
+	return all
 }

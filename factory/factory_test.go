@@ -46,7 +46,7 @@ type order struct {
 func TestFactoryFlowKfake(t *testing.T) {
 	kc := newKfake(t)
 	ctx := testCtx(t)
-	f, err := New(nil, BootstrapServers(kc.ListenAddrs()...), AutoOffsetReset("earliest"))
+	f, err := New(BootstrapServers(kc.ListenAddrs()...), AutoOffsetReset(ResetEarliest))
 	require.NoError(t, err)
 	defer f.Close()
 
@@ -68,7 +68,7 @@ func TestFactoryFlowKfake(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	c, err := NewConsumer(f, consumer.String(), consumer.JSON[order](), []string{"orders"}, GroupID("g1"))
+	c, err := NewConsumer(f, consumer.String(), consumer.JSON[order](), ConsumeTopics("orders"), GroupID("g1"))
 	require.NoError(t, err)
 	defer c.Close()
 	seen := map[int]bool{}
@@ -100,7 +100,7 @@ func TestSerializationErrorSendsNothing(t *testing.T) {
 		mu.Unlock()
 		return nil, nil, false
 	})
-	f, err := New(nil, BootstrapServers(kc.ListenAddrs()...))
+	f, err := New(BootstrapServers(kc.ListenAddrs()...))
 	require.NoError(t, err)
 	defer f.Close()
 	bad := producer.SerializerFunc[int](func(string, int) ([]byte, error) { return nil, errors.New("odd") })
@@ -123,7 +123,7 @@ func TestSerializationErrorSendsNothing(t *testing.T) {
 func TestDeserializeErrorNamesRecord(t *testing.T) {
 	kc := newKfake(t, kfake.SeedTopics(1, "t"))
 	ctx := testCtx(t)
-	f, err := New(nil, BootstrapServers(kc.ListenAddrs()...))
+	f, err := New(BootstrapServers(kc.ListenAddrs()...))
 	require.NoError(t, err)
 	defer f.Close()
 	p, err := NewProducer(f, producer.String(), producer.String())
@@ -133,7 +133,7 @@ func TestDeserializeErrorNamesRecord(t *testing.T) {
 		_, err := p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: v})
 		require.NoError(t, err)
 	}
-	c, err := NewConsumer(f, consumer.String(), consumer.JSON[order](), nil)
+	c, err := NewConsumer(f, consumer.String(), consumer.JSON[order]())
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.Assign(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
@@ -200,7 +200,7 @@ func TestClusterCheckSettings(t *testing.T) {
 			kc := newKfake(t, kfake.SeedTopics(3, "t"))
 			seen := watchAPIVersions(kc)
 			ctx := testCtx(t)
-			f, err := New(nil, append([]Opt{BootstrapServers(kc.ListenAddrs()[0])}, tc.opts...)...)
+			f, err := New(append([]Opt{BootstrapServers(kc.ListenAddrs()[0])}, tc.opts...)...)
 			require.NoError(t, err)
 			defer f.Close()
 			p, err := NewProducer(f, producer.String(), producer.String())
@@ -227,7 +227,7 @@ func TestClusterCheckSettings(t *testing.T) {
 func TestObserverAndLoggerGetEvents(t *testing.T) {
 	var got []EventKind
 	var mu sync.Mutex
-	f, err := New(nil, BootstrapServers("127.0.0.1:1"), WithObserver(ObserverFunc(func(ev Event) {
+	f, err := New(BootstrapServers("127.0.0.1:1"), WithObserver(ObserverFunc(func(ev Event) {
 		mu.Lock()
 		got = append(got, ev.Kind)
 		mu.Unlock()
@@ -242,11 +242,11 @@ func TestObserverAndLoggerGetEvents(t *testing.T) {
 }
 
 func TestNewNilStore(t *testing.T) {
-	f, err := New(nil, BootstrapServers("127.0.0.1:1"))
+	f, err := New(BootstrapServers("127.0.0.1:1"))
 	require.NoError(t, err)
 	require.NotNil(t, f.Store())
 	s := consistency.NewMemoryStore()
-	f, err = New(s, BootstrapServers("127.0.0.1:1"))
+	f, err = New(WithStore(s), BootstrapServers("127.0.0.1:1"))
 	require.NoError(t, err)
 	require.Same(t, s, f.Store())
 	_, err = NewProducer[string, string](f, nil, producer.String())
@@ -261,7 +261,7 @@ func TestNewNilStore(t *testing.T) {
 // ApiVersions.
 func TestRetriesEarlyEOF(t *testing.T) {
 	kc := newKfake(t)
-	f, err := New(consistency.NewMemoryStore(), BootstrapServers(kc.ListenAddrs()...))
+	f, err := New(WithStore(consistency.NewMemoryStore()), BootstrapServers(kc.ListenAddrs()...))
 	require.NoError(t, err)
 	defer f.Close()
 	cl, err := f.KgoClient()

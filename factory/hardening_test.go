@@ -24,10 +24,10 @@ import (
 func TestValidateLeavesConfigAlone(t *testing.T) {
 	cfg := defaultConfig()
 	BootstrapServers("127.0.0.1:1").apply(&cfg)
-	SecurityProtocol("SSL").apply(&cfg)
+	SecurityProtocol(SSL).apply(&cfg)
 	_, err := cfg.validate()
 	require.NoError(t, err)
-	require.Nil(t, cfg.tls, "validate set the config's TLS")
+	require.Nil(t, cfg.security.tls, "validate set the config's TLS")
 }
 
 // TestPerClientPlaintextOverSSLBase: one client may turn TLS off over a
@@ -39,16 +39,16 @@ func TestPerClientPlaintextOverSSLBase(t *testing.T) {
 	props, err := FromProperties(map[string]string{"security.protocol": "SSL"})
 	require.NoError(t, err)
 	for name, base := range map[string][]Opt{
-		"SecurityProtocol": {seeds, SecurityProtocol("SSL")},
+		"SecurityProtocol": {seeds, SecurityProtocol(SSL)},
 		"properties":       append(props, seeds),
 		"TLS":              {seeds, TLS(&tls.Config{MinVersion: tls.VersionTLS12})},
-		"SASL_SSL":         {seeds, SASL("PLAIN", "u", "p"), TLS(&tls.Config{MinVersion: tls.VersionTLS12})},
+		"SASL_SSL":         {seeds, SASL(Plain, "u", "p"), TLS(&tls.Config{MinVersion: tls.VersionTLS12})},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f, err := New(nil, base...)
+			f, err := New(base...)
 			require.NoError(t, err)
 			t.Cleanup(f.Close)
-			cl, err := f.KgoClient(SecurityProtocol("PLAINTEXT"))
+			cl, err := f.KgoClient(SecurityProtocol(Plaintext))
 			require.NoError(t, err)
 			defer cl.Close()
 			if name == "SecurityProtocol" {
@@ -58,7 +58,7 @@ func TestPerClientPlaintextOverSSLBase(t *testing.T) {
 				require.NoError(t, cl.Ping(testCtx(t)))
 			}
 			// The base is still SSL for the other clients.
-			require.Contains(t, f.base.secProt, "SSL")
+			require.Contains(t, f.base.security.protocol().String(), "SSL")
 			_, err = f.base.validate()
 			require.NoError(t, err)
 		})
@@ -96,7 +96,7 @@ func TestDialTimeoutBoundsTLSHandshake(t *testing.T) {
 			}()
 		}
 	}()
-	f, err := New(nil, BootstrapServers(ln.Addr().String()), TLS(&tls.Config{MinVersion: tls.VersionTLS12}),
+	f, err := New(BootstrapServers(ln.Addr().String()), TLS(&tls.Config{MinVersion: tls.VersionTLS12}),
 		KgoOpts(kgo.DialTimeout(300*time.Millisecond)))
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
@@ -123,27 +123,27 @@ func TestKgoOptsCannotUndoGuarantees(t *testing.T) {
 	hook := kgo.OnRebootstrapRequired(func() ([]string, error) { return nil, nil })
 	for name, tc := range map[string]struct {
 		base   []Opt
-		client []Opt
+		client []KgoClientOpt
 		want   string // "" means accepted
 	}{
 		"MaxVersions lifts the cap": {
-			[]Opt{seeds, ClusterCheck(false)}, []Opt{KgoOpts(kgo.MaxVersions(kversion.Stable()))}, "kgo.MaxVersions"},
+			[]Opt{seeds, ClusterCheck(false)}, []KgoClientOpt{KgoOpts(kgo.MaxVersions(kversion.Stable()))}, "kgo.MaxVersions"},
 		"MaxVersions lifts the cap of None": {
-			[]Opt{seeds, RecoveryStrategy(rebootstrap.None)}, []Opt{KgoOpts(kgo.MaxVersions(kversion.Stable()))}, "kgo.MaxVersions"},
-		"MaxVersions keeps the cap":     {[]Opt{seeds, ClusterCheck(false)}, []Opt{KgoOpts(kgo.MaxVersions(capped))}, ""},
-		"MaxVersions of an older Kafka": {[]Opt{seeds, ClusterCheck(false)}, []Opt{KgoOpts(kgo.MaxVersions(kversion.V3_9_0()))}, ""},
-		"MaxVersions with the check on": {[]Opt{seeds}, []Opt{KgoOpts(kgo.MaxVersions(kversion.Stable()))}, ""},
-		"OnRebootstrapRequired":         {[]Opt{seeds}, []Opt{KgoOpts(hook)}, "kgo.OnRebootstrapRequired"},
+			[]Opt{seeds, RecoveryStrategy(rebootstrap.None)}, []KgoClientOpt{KgoOpts(kgo.MaxVersions(kversion.Stable()))}, "kgo.MaxVersions"},
+		"MaxVersions keeps the cap":     {[]Opt{seeds, ClusterCheck(false)}, []KgoClientOpt{KgoOpts(kgo.MaxVersions(capped))}, ""},
+		"MaxVersions of an older Kafka": {[]Opt{seeds, ClusterCheck(false)}, []KgoClientOpt{KgoOpts(kgo.MaxVersions(kversion.V3_9_0()))}, ""},
+		"MaxVersions with the check on": {[]Opt{seeds}, []KgoClientOpt{KgoOpts(kgo.MaxVersions(kversion.Stable()))}, ""},
+		"OnRebootstrapRequired":         {[]Opt{seeds}, []KgoClientOpt{KgoOpts(hook)}, "kgo.OnRebootstrapRequired"},
 		"OnRebootstrapRequired in base": {[]Opt{seeds, KgoOpts(hook)}, nil, "kgo.OnRebootstrapRequired"},
 		"OnRebootstrapRequired(nil)": {
-			[]Opt{seeds}, []Opt{KgoOpts(kgo.OnRebootstrapRequired(nil))}, "kgo.OnRebootstrapRequired"},
+			[]Opt{seeds}, []KgoClientOpt{KgoOpts(kgo.OnRebootstrapRequired(nil))}, "kgo.OnRebootstrapRequired"},
 		"OnRebootstrapRequired with None": {
-			[]Opt{seeds, RecoveryStrategy(rebootstrap.None)}, []Opt{KgoOpts(hook)}, "kgo.OnRebootstrapRequired"},
+			[]Opt{seeds, RecoveryStrategy(rebootstrap.None)}, []KgoClientOpt{KgoOpts(hook)}, "kgo.OnRebootstrapRequired"},
 		"both": {
-			[]Opt{seeds, ClusterCheck(false)}, []Opt{KgoOpts(hook, kgo.MaxVersions(kversion.Stable()))}, "kgo.MaxVersions"},
+			[]Opt{seeds, ClusterCheck(false)}, []KgoClientOpt{KgoOpts(hook, kgo.MaxVersions(kversion.Stable()))}, "kgo.MaxVersions"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f, err := New(nil, tc.base...)
+			f, err := New(tc.base...)
 			require.NoError(t, err)
 			t.Cleanup(f.Close)
 			cl, err := f.KgoClient(tc.client...)
@@ -164,7 +164,7 @@ const password = "hunter2-Zq9"
 // TestFactoryPrintsNoPassword: fmt with any verb and slog with either
 // handler show a factory's configuration without its SASL password.
 func TestFactoryPrintsNoPassword(t *testing.T) {
-	f, err := New(nil, BootstrapServers("127.0.0.1:1"), SASL("PLAIN", "alice", password))
+	f, err := New(BootstrapServers("127.0.0.1:1"), SASL(Plain, "alice", password))
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
@@ -175,7 +175,7 @@ func TestFactoryPrintsNoPassword(t *testing.T) {
 	require.Contains(t, fmt.Sprintf("%+v", f), "sasl.username=alice")
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
 		require.NotContains(t, fmt.Sprintf(verb, f.base), password, "config "+verb)
-		require.NotContains(t, fmt.Sprintf(verb, f.base.sasl), password, "saslConfig "+verb)
+		require.NotContains(t, fmt.Sprintf(verb, f.base.security.sasl), password, "saslConfig "+verb)
 	}
 	for name, h := range map[string]func(*bytes.Buffer) slog.Handler{
 		"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
@@ -183,7 +183,7 @@ func TestFactoryPrintsNoPassword(t *testing.T) {
 	} {
 		var buf bytes.Buffer
 		log := slog.New(h(&buf))
-		log.Info("made", "factory", f, "base", f.base, "sasl", f.base.sasl, "pass", f.base.sasl.pass)
+		log.Info("made", "factory", f, "base", f.base, "sasl", f.base.security.sasl, "pass", f.base.security.sasl.pass)
 		require.NotContains(t, buf.String(), password, name)
 		require.Contains(t, buf.String(), "alice", name)
 	}
@@ -250,7 +250,7 @@ func TestPropertiesEdgeCases(t *testing.T) {
 		})
 	}
 	cfg := apply(t, map[string]string{"linger.ms": "9223372036854"})
-	require.Equal(t, time.Duration(9223372036854)*time.Millisecond, *cfg.linger)
+	require.Equal(t, time.Duration(9223372036854)*time.Millisecond, cfg.produce.linger)
 }
 
 // TestPropertiesByteOrderMark: a file saved with a UTF-8 BOM keeps its

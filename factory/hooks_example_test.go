@@ -32,7 +32,7 @@ func ExampleHooks() {
 	}
 	defer kc.Close()
 	var producers connects
-	f, err := factory.New(nil, factory.BootstrapServers(kc.ListenAddrs()...),
+	f, err := factory.New(factory.BootstrapServers(kc.ListenAddrs()...),
 		factory.Hooks(factory.RoleProducer, &producers),
 		factory.HooksPerClient(func(c factory.ClientInfo) []kgo.Hook {
 			fmt.Println("new", c.Role, "client")

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestClosedFactoryMakesNoClient(t *testing.T) {
 	before := goleak.IgnoreCurrent() // goroutines of earlier tests still ending
 	kc := newKfake(t)
-	f, err := New(nil, BootstrapServers(kc.ListenAddrs()...))
+	f, err := New(BootstrapServers(kc.ListenAddrs()...))
 	require.NoError(t, err)
 	adm, err := f.Admin() // starts the cluster watcher
 	require.NoError(t, err)
@@ -30,7 +30,7 @@ func TestClosedFactoryMakesNoClient(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	_, err = NewProducer(f, producer.String(), producer.String())
 	require.ErrorIs(t, err, ErrClosed)
-	_, err = NewConsumer(f, consumer.String(), consumer.String(), []string{"t"})
+	_, err = NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"))
 	require.ErrorIs(t, err, ErrClosed)
 	_, err = f.KgoClient()
 	require.ErrorIs(t, err, ErrClosed)

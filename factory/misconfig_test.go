@@ -65,7 +65,7 @@ func TestWrongPasswordFailsFast(t *testing.T) {
 	refuseSASL(kc, &attempts)
 	checkLogs := &lineCounter{text: "cluster check"}
 	var reported atomic.Int64
-	f, err := New(nil, BootstrapServers(kc.ListenAddrs()...), SASL("SCRAM-SHA-256", "u", "wrong"),
+	f, err := New(BootstrapServers(kc.ListenAddrs()...), SASL(ScramSHA256, "u", "wrong"),
 		Logger(slog.New(slog.NewTextHandler(checkLogs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 		WithObserver(ObserverFunc(func(ev Event) {
 			if ev.Kind == EventAuthFailed && errors.Is(ev.Err, kerr.SaslAuthenticationFailed) {
@@ -99,7 +99,7 @@ func TestWrongPasswordFailsFast(t *testing.T) {
 	require.Zero(t, p.Kgo().BufferedProduceRecords(), "an async record reached the client while the failure holds")
 	require.ErrorIs(t, <-errc, kerr.SaslAuthenticationFailed)
 
-	c, err := NewConsumer(f, consumer.String(), consumer.String(), []string{"t"})
+	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"))
 	require.NoError(t, err)
 	defer c.Close()
 	t0 = time.Now()
@@ -132,7 +132,7 @@ func TestUntrustedCAFailsFast(t *testing.T) {
 	kc := newKfake(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "t"),
 		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	// A pool without the broker's CA.
-	f, err := New(nil, BootstrapServers(kc.ListenAddrs()...), TLS(&tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}))
+	f, err := New(BootstrapServers(kc.ListenAddrs()...), TLS(&tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}))
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	p, err := NewProducer(f, producer.String(), producer.String())
@@ -151,7 +151,7 @@ func TestUntrustedCAFailsFast(t *testing.T) {
 // fails as fast as plain franz-go does, with an error that says so; it
 // used to be retried three times under AlwaysRetryEOF (1.85s).
 func TestTLSToPlaintextFailsFast(t *testing.T) {
-	f, err := New(nil, BootstrapServers(plaintextPort(t)), SecurityProtocol("SSL"))
+	f, err := New(BootstrapServers(plaintextPort(t)), SecurityProtocol(SSL))
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	adm, err := f.Admin()
@@ -214,7 +214,7 @@ func selfSignedCert(t *testing.T) tls.Certificate {
 // them: a client with other credentials or bootstrap servers is not failed
 // for the factory's wrong password.
 func TestAuthWatchOnlyForBaseSecurity(t *testing.T) {
-	f, err := New(nil, BootstrapServers("127.0.0.1:1"), SASL("SCRAM-SHA-256", "u", "wrong"))
+	f, err := New(BootstrapServers("127.0.0.1:1"), SASL(ScramSHA256, "u", "wrong"))
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	client := func(opts ...Opt) config {
@@ -225,8 +225,8 @@ func TestAuthWatchOnlyForBaseSecurity(t *testing.T) {
 		return cfg
 	}
 	require.True(t, f.sameSecurity(client()))
-	require.True(t, f.sameSecurity(client(ClientID("other"), Acks("1"))))
-	require.False(t, f.sameSecurity(client(SASL("SCRAM-SHA-256", "u", "right"))))
+	require.True(t, f.sameSecurity(client(ClientID("other"), RequiredAcks(LeaderAck))))
+	require.False(t, f.sameSecurity(client(SASL(ScramSHA256, "u", "right"))))
 	require.False(t, f.sameSecurity(client(BootstrapServers("127.0.0.1:2"))))
-	require.False(t, f.sameSecurity(client(SecurityProtocol("SASL_SSL"))))
+	require.False(t, f.sameSecurity(client(SecurityProtocol(SASLSSL))))
 }

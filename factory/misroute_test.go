@@ -105,7 +105,7 @@ func TestMisrouteTwoClusters(t *testing.T) {
 
 			// The seed is A's real address; only the address A advertises
 			// for its broker goes through the forwarder.
-			f, err := New(nil, BootstrapServers(realA), ClusterCheck(check), RetryBackoff(50*time.Millisecond),
+			f, err := New(BootstrapServers(realA), ClusterCheck(check), RetryBackoff(50*time.Millisecond),
 				KgoOpts(kgo.UnknownTopicRetries(1)))
 			require.NoError(t, err)
 			defer f.Close()
@@ -174,7 +174,7 @@ func TestInconsistentClusterIDRebootstraps(t *testing.T) {
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
 		return resp, nil, true
 	})
-	f, err := New(nil, BootstrapServers(kc.ListenAddrs()...), RetryBackoff(20*time.Millisecond))
+	f, err := New(BootstrapServers(kc.ListenAddrs()...), RetryBackoff(20*time.Millisecond))
 	require.NoError(t, err)
 	defer f.Close()
 	p, err := NewProducer(f, producer.String(), producer.String())
@@ -199,7 +199,7 @@ func TestMisroutedBrokerNotHammered(t *testing.T) {
 	ctx := testCtx(t)
 	fw, realA, realB := misrouteClusters(t)
 
-	f, err := New(nil, BootstrapServers(realA))
+	f, err := New(BootstrapServers(realA))
 	require.NoError(t, err)
 	defer f.Close()
 	p, err := NewProducer(f, producer.String(), producer.String())

@@ -2,7 +2,6 @@ package factory
 
 import (
 	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -10,224 +9,170 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
 
-// Opt configures a Factory or one client it makes. Options given to New are
-// the base of every client; options given to a client constructor are
-// applied on top of them for that client only. Applying an option twice is
-// harmless: the last value wins.
+// Options are typed by the clients that use them, as franz-go's are, so an
+// option given to a client that would ignore it does not compile:
+//
+//   - Opt is anything New takes. Options given to New are the base of every
+//     client the factory makes; a role's options there reach only that
+//     role's clients (Acks only producers). Some options exist only for the
+//     factory as a whole (WithStore, Consistency) and are plain Opts.
+//   - ClientOpt is an option every client takes: connection, security,
+//     logging, hooks. Given to one client it applies on top of the base.
+//   - ProducerOpt, ConsumerOpt: options of one role. Both are TransactOpts
+//     too, since a GroupTransactSession consumes and produces; both are
+//     KgoClientOpts, since a bare franz-go client does everything.
+//   - AdminOpt, TransactOpt, KgoClientOpt: what Factory.Admin,
+//     NewGroupTransactSession and Factory.KgoClient take.
+//
+// Applying an option twice is harmless: the last value wins. Strings appear
+// only in properties (FromProperties); Go options take typed values.
 type Opt interface{ apply(*config) }
 
-type opt func(*config)
-
-func (o opt) apply(c *config) { o(c) }
-
-// config is everything the options set. Validation happens once, when a
-// client is built, so errors name the option and the value.
-type config struct {
-	seeds        []string
-	clientID     string
-	strategy     rebootstrap.Strategy
-	clusterCheck bool
-
-	requestTimeout time.Duration
-	retryBackoff   *time.Duration // nil: javaBackoff
-
-	acks            string         // "all", "1", "0"
-	idempotence     *bool          // nil: default (true unless acks is not all)
-	linger          *time.Duration // nil: franz-go's 10ms
-	deliveryTimeout time.Duration
-	compression     string
-	groupID         string
-	autoOffsetRes   string
-	isolationLevel  string
-	// rebalance: the consumer's rebalance callbacks and
-	// BlockRebalanceOnPoll (see consumergroup.go).
-	rebalance rebalanceConfig
-
-	tls       *tls.Config
-	sasl      saslConfig
-	secProt   string
-	sslCA     string
-	sslCAFrom string // the key that set sslCA, for errors
-	sslCert   string
-	sslKey    string
-	// sslKeystore is a PEM keystore, key and chain in one file; it and
-	// sslCert/sslKey exclude each other.
-	sslKeystore string
-	sslKeyPass  secret
-
-	// role is the kind of client being made (see withRole); 0 for the
-	// factory's base and its own clients.
-	role  Role
-	hooks []roleHooks
-
-	logger   *slog.Logger
-	observer Observer
-	kgoOpts  []kgo.Opt
-	incCode  int16
-	pin      string
-	resolver rebootstrap.Resolver
-	mode     ConsistencyMode
-	errs     []error
-
-	// separate: SeparateClient, a producer's own franz-go client.
-	separate bool
-	// txnID and txnTimeout: transactional.id and transaction.timeout.ms
-	// (see transactions.go); 0 timeout: franz-go's default.
-	txnID      string
-	txnTimeout time.Duration
-	// newClient, when set, builds the franz-go client instead of
-	// kgo.NewClient (a GroupTransactSession wraps its own).
-	newClient func(...kgo.Opt) (*kgo.Client, error)
-	// opaque counts the options applied whose values cannot be compared
-	// (KgoOpts, Hooks, HooksPerClient, Resolver, WithObserver): a producer
-	// given one more than the factory shares no client (see producerKey).
-	opaque int
+// ProducerOpt is an option NewProducer takes.
+type ProducerOpt interface {
+	Opt
+	producerOpt()
+	transactOpt()
+	kgoClientOpt()
 }
 
-type saslConfig struct {
-	mechanism, user string
-	pass            secret
-	// module is what a sasl.jaas.config named: "PLAIN" or "SCRAM", to be
-	// checked against the mechanism; token is ScramLoginModule's
-	// tokenauth (a delegation token).
-	module string
-	token  bool
+// ConsumerOpt is an option NewConsumer takes.
+type ConsumerOpt interface {
+	Opt
+	consumerOpt()
+	transactOpt()
+	kgoClientOpt()
 }
 
-// String shows the mechanism and user; the password only as redacted.
-func (s saslConfig) String() string {
-	return fmt.Sprintf("sasl.mechanism=%s sasl.username=%s sasl.password=%s", s.mechanism, s.user, s.pass)
+// AdminOpt is an option Factory.Admin takes.
+type AdminOpt interface {
+	Opt
+	adminOpt()
 }
 
-// Format prints String for every verb: fmt calls no method of an
-// unexported field, so printing the struct would show the password.
-func (s saslConfig) Format(f fmt.State, _ rune) { fmt.Fprint(f, s.String()) }
-
-// LogValue logs what String shows.
-func (s saslConfig) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("mechanism", s.mechanism), slog.String("username", s.user), slog.Any("password", s.pass))
+// TransactOpt is an option NewGroupTransactSession takes: any producer or
+// consumer option.
+type TransactOpt interface {
+	Opt
+	transactOpt()
 }
 
-// secret is a password. It prints as "[redacted]" with every fmt verb and
-// in slog and JSON. fmt calls no method of an unexported field, so the
-// types that hold one (saslConfig, config, Factory) redact themselves too.
-type secret string
-
-const redacted = "[redacted]"
-
-func (secret) String() string             { return redacted }
-func (secret) GoString() string           { return `"` + redacted + `"` }
-func (secret) LogValue() slog.Value       { return slog.StringValue(redacted) }
-func (secret) Format(f fmt.State, _ rune) { fmt.Fprint(f, redacted) }
-
-// MarshalText keeps encoding/json and friends from writing the secret out.
-func (secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
-
-func defaultConfig() config {
-	return config{
-		strategy:        rebootstrap.Rebootstrap,
-		clusterCheck:    true,
-		acks:            "all",
-		compression:     "none",
-		autoOffsetRes:   "latest",
-		isolationLevel:  "read_uncommitted",
-		secProt:         "PLAINTEXT",
-		deliveryTimeout: DefaultDeliveryTimeout,
-	}
+// KgoClientOpt is an option Factory.KgoClient takes: any client option.
+type KgoClientOpt interface {
+	Opt
+	kgoClientOpt()
 }
 
-func (c config) clone() config {
-	c.seeds = append([]string(nil), c.seeds...)
-	c.kgoOpts = append([]kgo.Opt(nil), c.kgoOpts...)
-	c.errs = append([]error(nil), c.errs...)
-	c.hooks = append([]roleHooks(nil), c.hooks...)
-	if c.idempotence != nil {
-		v := *c.idempotence
-		c.idempotence = &v
-	}
-	return c
+// ClientOpt is an option every client takes.
+type ClientOpt interface {
+	ProducerOpt
+	ConsumerOpt
+	AdminOpt
 }
 
-// String shows the connection settings of c; never the SASL password.
-func (c config) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "{bootstrap.servers=%s security.protocol=%s", strings.Join(c.seeds, ","), c.secProt)
-	if c.sasl != (saslConfig{}) {
-		fmt.Fprintf(&b, " %s", c.sasl)
-	}
-	if c.pin != "" {
-		fmt.Fprintf(&b, " cluster=%s", c.pin)
-	}
-	b.WriteString("}")
-	return b.String()
+// factoryOpt is an option only New takes.
+type factoryOpt func(*config)
+
+func (o factoryOpt) apply(c *config) { o(c) }
+
+// clientOpt is an option every client takes. security marks the options
+// that set security: given to a client, they replace the base's security
+// settings as a whole (see SecurityProtocol).
+type clientOpt struct {
+	fn       func(*config)
+	security bool
 }
 
-// Format prints String for every verb; see secret.
-func (c config) Format(f fmt.State, _ rune) { fmt.Fprint(f, c.String()) }
+func (o clientOpt) apply(c *config) { o.fn(c) }
+func (clientOpt) producerOpt()      {}
+func (clientOpt) consumerOpt()      {}
+func (clientOpt) adminOpt()         {}
+func (clientOpt) transactOpt()      {}
+func (clientOpt) kgoClientOpt()     {}
 
-// LogValue logs what String shows.
-func (c config) LogValue() slog.Value {
-	attrs := []slog.Attr{
-		slog.String("bootstrap.servers", strings.Join(c.seeds, ",")),
-		slog.String("security.protocol", c.secProt),
-	}
-	if c.sasl != (saslConfig{}) {
-		attrs = append(attrs, slog.Any("sasl", c.sasl))
-	}
-	if c.pin != "" {
-		attrs = append(attrs, slog.String("cluster", c.pin))
-	}
-	return slog.GroupValue(attrs...)
+type producerOnly func(*config)
+
+func (o producerOnly) apply(c *config) { o(c) }
+func (producerOnly) producerOpt()      {}
+func (producerOnly) transactOpt()      {}
+func (producerOnly) kgoClientOpt()     {}
+
+type consumerOnly func(*config)
+
+func (o consumerOnly) apply(c *config) { o(c) }
+func (consumerOnly) consumerOpt()      {}
+func (consumerOnly) transactOpt()      {}
+func (consumerOnly) kgoClientOpt()     {}
+
+func client(fn func(*config)) ClientOpt   { return clientOpt{fn: fn} }
+func security(fn func(*config)) ClientOpt { return clientOpt{fn: fn, security: true} }
+
+// isSecurity reports whether o sets security (see clientOpt).
+func isSecurity(o Opt) bool {
+	c, ok := o.(clientOpt)
+	return ok && c.security
 }
 
-func (c *config) fail(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf(format, args...))
+// WithStore makes the factory's clients share store, for a store of your
+// own (one shared between processes, say). Default: a new in-process
+// consistency.MemoryStore. A factory-wide setting.
+func WithStore(store consistency.Store) Opt {
+	return factoryOpt(func(c *config) {
+		if store == nil {
+			c.fail("WithStore: nil store")
+			return
+		}
+		c.store = store
+	})
 }
 
 // BootstrapServers sets the host:port pairs used to discover the cluster
 // (bootstrap.servers). Required. Host names are resolved again on every
 // (re)bootstrap, never cached.
-func BootstrapServers(addrs ...string) Opt {
-	return opt(func(c *config) {
-		c.seeds = nil
-		for _, a := range addrs {
-			for _, s := range strings.Split(a, ",") {
-				if s = strings.TrimSpace(s); s != "" {
-					c.seeds = append(c.seeds, s)
-				}
+func BootstrapServers(addrs ...string) ClientOpt {
+	var seeds []string
+	for _, a := range addrs {
+		for _, s := range strings.Split(a, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				seeds = append(seeds, s)
 			}
 		}
-	})
+	}
+	joined := strings.Join(seeds, ",")
+	return client(func(c *config) { c.conn.seeds = joined })
 }
 
 // ClientID sets client.id, sent in every request header. Default "kconsist".
-func ClientID(id string) Opt { return opt(func(c *config) { c.clientID = id }) }
+func ClientID(id string) ClientOpt { return client(func(c *config) { c.conn.clientID = id }) }
 
 // RecoveryStrategy sets metadata.recovery.strategy. Default
 // rebootstrap.Rebootstrap. rebootstrap.None also turns the KIP-1242 cluster
 // check off, since a client that cannot rebootstrap cannot act on it.
-func RecoveryStrategy(s rebootstrap.Strategy) Opt {
-	return opt(func(c *config) { c.strategy = s })
+func RecoveryStrategy(s rebootstrap.Strategy) ClientOpt {
+	return client(func(c *config) { c.conn.strategy = s })
 }
 
 // ClusterCheck sets metadata.cluster.check.enable (KIP-1242). Default true:
 // ApiVersions v5 names the cluster and node the client expects, so a broker
 // reached through a stale address answers REBOOTSTRAP_REQUIRED instead of
 // serving the request. Turn it off only if a proxy in the path breaks it.
-func ClusterCheck(enable bool) Opt { return opt(func(c *config) { c.clusterCheck = enable }) }
+func ClusterCheck(enable bool) ClientOpt {
+	return client(func(c *config) { c.conn.clusterCheck = enable })
+}
 
 // RequestTimeout sets request.timeout.ms: how long a request may wait for its
 // response beyond any timeout the request itself carries. Default: franz-go's
 // (10s overhead).
-func RequestTimeout(d time.Duration) Opt {
-	return opt(func(c *config) {
+func RequestTimeout(d time.Duration) ClientOpt {
+	return client(func(c *config) {
 		if d <= 0 {
 			c.fail("request.timeout.ms: %v is not positive", d)
 		}
-		c.requestTimeout = d
+		c.conn.requestTimeout = d
 	})
 }
 
@@ -235,45 +180,47 @@ func RequestTimeout(d time.Duration) Opt {
 // retries at once. Default: the Java client's jittered exponential backoff,
 // from 100ms (its retry.backoff.ms) doubling up to 1s (its
 // retry.backoff.max.ms and reconnect.backoff.max.ms).
-func RetryBackoff(d time.Duration) Opt {
-	return opt(func(c *config) {
+func RetryBackoff(d time.Duration) ClientOpt {
+	return client(func(c *config) {
 		if d < 0 {
 			c.fail("retry.backoff.ms: %v is negative", d)
 		}
-		c.retryBackoff = &d
+		c.conn.retryBackoff, c.conn.retryBackoffSet = d, true
 	})
 }
 
-// Acks sets the producer's acks: "all" (or "-1", the default), "1" or "0".
-// Idempotence needs "all"; other values turn it off unless it was asked for
+// RequiredAcks sets the producer's acks. Default AllISRAcks. Idempotence
+// needs AllISRAcks; other values turn it off unless it was asked for
 // explicitly, which is then an error.
-func Acks(acks string) Opt {
-	return producerOpt("acks", func(c *config) {
-		switch strings.ToLower(strings.TrimSpace(acks)) {
-		case "all", "-1":
-			c.acks = "all"
-		case "1", "0":
-			c.acks = strings.TrimSpace(acks)
-		default:
-			c.fail("acks: %q is not one of all, -1, 1, 0", acks)
+func RequiredAcks(acks Acks) ProducerOpt {
+	return producerOnly(func(c *config) {
+		if !acks.valid() {
+			c.fail("acks: %v is not one of AllISRAcks, LeaderAck, NoAck", acks)
+			return
 		}
+		c.produce.acks = acks
 	})
 }
 
 // Idempotence sets enable.idempotence. Default true: retries (including
 // those after INCONSISTENT_METADATA) never duplicate or reorder records.
-func Idempotence(enable bool) Opt {
-	return producerOpt("enable.idempotence", func(c *config) { c.idempotence = &enable })
+func Idempotence(enable bool) ProducerOpt {
+	return producerOnly(func(c *config) {
+		c.produce.idempotence = 0
+		if enable {
+			c.produce.idempotence = 1
+		}
+	})
 }
 
 // Linger sets linger.ms, how long the producer waits to fill a batch; 0
 // sends as soon as possible. Default: franz-go's 10ms.
-func Linger(d time.Duration) Opt {
-	return producerOpt("linger.ms", func(c *config) {
+func Linger(d time.Duration) ProducerOpt {
+	return producerOnly(func(c *config) {
 		if d < 0 {
 			c.fail("linger.ms: %v is negative", d)
 		}
-		c.linger = &d
+		c.produce.linger, c.produce.lingerSet = d, true
 	})
 }
 
@@ -288,120 +235,115 @@ const DefaultDeliveryTimeout = 2 * time.Minute
 // error wraps consistency.ErrInconsistentMetadata. Default:
 // DefaultDeliveryTimeout, as in the Java client (franz-go's own default is
 // no bound).
-func DeliveryTimeout(d time.Duration) Opt {
-	return producerOpt("delivery.timeout.ms", func(c *config) {
+func DeliveryTimeout(d time.Duration) ProducerOpt {
+	return producerOnly(func(c *config) {
 		if d <= 0 {
 			c.fail("delivery.timeout.ms: %v is not positive", d)
 			return
 		}
-		c.deliveryTimeout = d
+		c.produce.deliveryTimeout = d
 	})
 }
 
-// Compression sets compression.type: none (default), gzip, snappy, lz4 or
-// zstd.
-func Compression(codec string) Opt {
-	return producerOpt("compression.type", func(c *config) {
-		switch v := strings.ToLower(strings.TrimSpace(codec)); v {
-		case "none", "gzip", "snappy", "lz4", "zstd":
-			c.compression = v
-		default:
-			c.fail("compression.type: %q is not one of none, gzip, snappy, lz4, zstd", codec)
+// Compression sets compression.type. Default CodecNone.
+func Compression(codec Codec) ProducerOpt {
+	return producerOnly(func(c *config) {
+		if int(codec) >= len(codecNames) {
+			c.fail("compression.type: %v is not one of CodecNone, CodecGzip, CodecSnappy, CodecLz4, CodecZstd", codec)
+			return
 		}
+		c.produce.compression = codec
 	})
 }
 
 // GroupID sets group.id. A consumer with a group id and topics joins the
 // group; without one it consumes the partitions it is assigned.
-func GroupID(id string) Opt { return consumerOpt("group.id", func(c *config) { c.groupID = id }) }
-
-// AutoOffsetReset sets auto.offset.reset: earliest, latest (default) or none
-// (an out-of-range or missing offset is an error).
-func AutoOffsetReset(where string) Opt {
-	return consumerOpt("auto.offset.reset", func(c *config) {
-		switch v := strings.ToLower(strings.TrimSpace(where)); v {
-		case "earliest", "latest", "none":
-			c.autoOffsetRes = v
-		default:
-			c.fail("auto.offset.reset: %q is not one of earliest, latest, none", where)
-		}
-	})
+func GroupID(id string) ConsumerOpt {
+	return consumerOnly(func(c *config) { c.consume.groupID = id })
 }
 
-// IsolationLevel sets isolation.level: read_uncommitted (default) or
-// read_committed.
-func IsolationLevel(level string) Opt {
-	return consumerOpt("isolation.level", func(c *config) {
-		switch v := strings.ToLower(strings.TrimSpace(level)); v {
-		case "read_uncommitted", "read_committed":
-			c.isolationLevel = v
-		default:
-			c.fail("isolation.level: %q is not one of read_uncommitted, read_committed", level)
-		}
-	})
+// ConsumeTopics sets the topics a consumer reads: in its group with
+// GroupID, else every partition of them. Without topics, assign partitions
+// with Consumer.Assign. Required by NewGroupTransactSession.
+func ConsumeTopics(topics ...string) ConsumerOpt {
+	topics = append([]string(nil), topics...)
+	return consumerOnly(func(c *config) { c.topics = topics })
 }
 
-// SecurityProtocol sets security.protocol: PLAINTEXT (default), SSL,
-// SASL_PLAINTEXT or SASL_SSL. TLS and SASL also set it, so it is only
-// needed to say SSL without a custom tls.Config (system roots are used), or
-// to turn a layer off: a protocol without TLS drops the TLS settings given
-// before it, one without SASL drops the SASL ones, so that one client can
-// say SecurityProtocol("PLAINTEXT") over a factory configured for SSL.
-func SecurityProtocol(p string) Opt {
-	return opt(func(c *config) {
-		switch v := strings.ToUpper(strings.TrimSpace(p)); v {
-		case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
-			c.secProt = v
-			if !strings.HasSuffix(v, "SSL") {
-				c.tls, c.sslCA, c.sslCAFrom, c.sslCert, c.sslKey = nil, "", "", "", ""
-				c.sslKeystore, c.sslKeyPass = "", ""
-			}
-			if !strings.HasPrefix(v, "SASL") {
-				c.sasl = saslConfig{}
-			}
-		default:
-			c.fail("security.protocol: %q is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL", p)
-		}
-	})
-}
-
-// TLS encrypts connections with cfg: security.protocol becomes SSL, or
-// SASL_SSL with SASL. The handshake is done by the consistency dialer, since
-// franz-go cannot combine its own TLS dialing with a custom dialer.
-func TLS(cfg *tls.Config) Opt {
-	return opt(func(c *config) {
-		c.tls = cfg
-		if cfg == nil {
+// AutoOffsetReset sets auto.offset.reset. Default ResetLatest.
+func AutoOffsetReset(where OffsetReset) ConsumerOpt {
+	return consumerOnly(func(c *config) {
+		if int(where) >= len(resetNames) {
+			c.fail("auto.offset.reset: %v is not one of ResetLatest, ResetEarliest, ResetNone", where)
 			return
 		}
-		if strings.HasPrefix(c.secProt, "SASL") {
-			c.secProt = "SASL_SSL"
-		} else {
-			c.secProt = "SSL"
-		}
+		c.consume.reset = where
 	})
 }
 
-// SASL authenticates with mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512:
-// security.protocol becomes SASL_PLAINTEXT, or SASL_SSL with TLS.
-func SASL(mechanism, username, password string) Opt {
-	return opt(func(c *config) {
-		c.sasl = saslConfig{mechanism: strings.ToUpper(strings.TrimSpace(mechanism)), user: username, pass: secret(password)}
-		if strings.HasSuffix(c.secProt, "SSL") {
-			c.secProt = "SASL_SSL"
-		} else {
-			c.secProt = "SASL_PLAINTEXT"
+// IsolationLevel sets isolation.level. Default ReadUncommitted.
+func IsolationLevel(level Isolation) ConsumerOpt {
+	return consumerOnly(func(c *config) {
+		if int(level) >= len(isolationNames) {
+			c.fail("isolation.level: %v is not one of ReadUncommitted, ReadCommitted", level)
+			return
 		}
+		c.consume.isolation = level
+	})
+}
+
+// SecurityProtocol sets security.protocol. Default: derived from the other
+// settings (ProtocolDefault): SSL with TLS, SASL_PLAINTEXT with SASL,
+// SASL_SSL with both, PLAINTEXT with neither; so it is needed only to say
+// SSL with the system's roots and no other TLS setting. A protocol that
+// contradicts the settings given (TLS settings with PLAINTEXT, SASL with
+// SSL) is an error when the client is built, whatever the order the
+// options came in.
+//
+// Security options given to a client replace the base's security settings
+// as a whole: a client given SecurityProtocol(Plaintext) over a factory
+// configured for SSL connects in plaintext, one given SASL over a factory
+// with TLS has SASL alone unless it gives TLS too.
+func SecurityProtocol(p Protocol) ClientOpt {
+	return security(func(c *config) {
+		if p == ProtocolDefault || int(p) >= len(protocolNames) {
+			c.fail("security.protocol: %v is not one of Plaintext, SSL, SASLPlaintext, SASLSSL", p)
+			return
+		}
+		c.security.protocolSet = p
+	})
+}
+
+// TLS encrypts connections with cfg (security.protocol SSL, or SASL_SSL
+// with SASL). The handshake is done by the consistency dialer, since
+// franz-go cannot combine its own TLS dialing with a custom dialer. A
+// security setting: see SecurityProtocol.
+func TLS(cfg *tls.Config) ClientOpt {
+	return security(func(c *config) { c.security.tls = cfg })
+}
+
+// SASL authenticates with mechanism (security.protocol SASL_PLAINTEXT, or
+// SASL_SSL with TLS). A security setting: see SecurityProtocol.
+func SASL(mechanism Mechanism, username, password string) ClientOpt {
+	return security(func(c *config) {
+		if mechanism == mechanismUnset || int(mechanism) >= len(mechanismNames) {
+			c.fail("sasl.mechanism: %v is not one of Plain, ScramSHA256, ScramSHA512", mechanism)
+			return
+		}
+		c.security.sasl = saslConfig{mechanism: mechanism, user: username, pass: secret(password)}
 	})
 }
 
 // Logger sends the SDK's and franz-go's logs to l. Default: no logs.
-func Logger(l *slog.Logger) Opt { return opt(func(c *config) { c.logger = l }) }
+func Logger(l *slog.Logger) ClientOpt { return client(func(c *config) { c.logger = l }) }
 
-// WithObserver reports consistency events (tokens advanced, stale metadata
-// retried, misroutes, rebootstraps, store resets) to o.
-func WithObserver(o Observer) Opt {
-	return opt(func(c *config) {
+// WithObserver reports consistency events to o: every EventKind
+// (EventTokenAdvanced, EventInconsistentMetadata, EventMisroute,
+// EventRebootstrap, EventStoreReset, EventClusterChanged,
+// EventConsistencyOff, EventTokenHealed, EventAuthFailed; see EventKind
+// for what each means and which fields it fills).
+func WithObserver(o Observer) ClientOpt {
+	return client(func(c *config) {
 		c.observer = o
 		c.opaque++
 	})
@@ -423,8 +365,9 @@ func WithObserver(o Observer) Opt {
 //
 // A kgo.DialTimeout is honoured: it bounds each dial, TLS handshake
 // included (zero keeps kgo's default, 10s).
-func KgoOpts(opts ...kgo.Opt) Opt {
-	return opt(func(c *config) {
+func KgoOpts(opts ...kgo.Opt) ClientOpt {
+	opts = append([]kgo.Opt(nil), opts...)
+	return client(func(c *config) {
 		c.kgoOpts = append(c.kgoOpts, opts...)
 		c.opaque++
 	})
@@ -432,8 +375,8 @@ func KgoOpts(opts ...kgo.Opt) Opt {
 
 // InconsistentMetadataCode sets the error code a KIP-1243 broker uses for
 // INCONSISTENT_METADATA. No code is assigned upstream yet; default 1243.
-func InconsistentMetadataCode(code int16) Opt {
-	return opt(func(c *config) {
+func InconsistentMetadataCode(code int16) ClientOpt {
+	return client(func(c *config) {
 		if code <= 0 {
 			c.fail("InconsistentMetadataCode: %d is not a positive error code", code)
 		}
@@ -447,19 +390,19 @@ func InconsistentMetadataCode(code int16) Opt {
 // satisfies errors.Is(err, rebootstrap.ErrClusterChanged). Without a pin the
 // clients follow the bootstrap servers to a new cluster, as the Java client
 // does, and the store is reset.
-func PinCluster(id string) Opt { return opt(func(c *config) { c.pin = id }) }
+func PinCluster(id string) ClientOpt { return client(func(c *config) { c.pin = id }) }
 
 // Resolver replaces DNS resolution of bootstrap and broker host names (for
 // tests, or a custom service discovery). It is called on every dial.
-func Resolver(r rebootstrap.Resolver) Opt {
-	return opt(func(c *config) {
+func Resolver(r rebootstrap.Resolver) ClientOpt {
+	return client(func(c *config) {
 		c.resolver = r
 		c.opaque++
 	})
 }
 
-// Role is a kind of client a factory makes, for options that only some
-// clients use and for hooks. Roles combine with |.
+// Role is a kind of client a factory makes, for hooks (Hooks, ClientInfo).
+// Roles combine with |.
 type Role uint8
 
 const (
@@ -469,8 +412,7 @@ const (
 	RoleProducer
 	// RoleConsumer is a client made by NewConsumer.
 	RoleConsumer
-	// RoleKgo is a bare franz-go client made by Factory.KgoClient, which
-	// can do anything and so takes every option.
+	// RoleKgo is a bare franz-go client made by Factory.KgoClient.
 	RoleKgo
 
 	// AllRoles is every client the factory hands out.
@@ -495,55 +437,10 @@ func (r Role) String() string {
 	return strings.Join(names, "|")
 }
 
-// roleOpt is an option that only clients of roles use. Given to New it is
-// part of the base and reaches only those clients' franz-go settings;
-// given to a constructor of another role it is an error (see checkRoles).
-type roleOpt struct {
-	key   string // the property it sets, for errors
-	roles Role
-	fn    func(*config)
-}
-
-func (o roleOpt) apply(c *config) { o.fn(c) }
-
-func producerOpt(key string, fn func(*config)) Opt {
-	return roleOpt{key: key, roles: RoleProducer | RoleKgo, fn: fn}
-}
-
-func consumerOpt(key string, fn func(*config)) Opt {
-	return roleOpt{key: key, roles: RoleConsumer | RoleKgo, fn: fn}
-}
-
-// roleMark tells the options of one client which role it has.
-type roleMark Role
-
-func (m roleMark) apply(c *config) { c.role = Role(m) }
-
-// withRole returns a client constructor's options marked with its role,
-// without writing into the caller's slice.
-func withRole(opts []Opt, r Role) []Opt {
-	return append(opts[:len(opts):len(opts)], roleMark(r))
-}
-
-// checkRoles refuses options a client of role r would ignore (GroupID on a
-// producer, Acks on a consumer). Unlike the Java client, which logs "were
-// supplied but are not used" and goes on, this is an error: a Go option
-// given to one constructor was meant for that client, and a warning in a
-// log is easily missed while the setting silently does nothing. Options
-// given to New are the base of every client and are never refused: a
-// properties file shared by all roles belongs there.
-func checkRoles(opts []Opt, r Role) error {
-	var misplaced []string
-	for _, o := range opts {
-		if ro, ok := o.(roleOpt); ok && ro.roles&r == 0 {
-			misplaced = append(misplaced, ro.key+" (a "+(ro.roles&^RoleKgo).String()+" setting)")
-		}
-	}
-	if len(misplaced) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %s: not used by %s clients; give it to New, the base of every client, or to the client that uses it", ErrConfig, strings.Join(misplaced, ", "), r)
-}
+// produces and consumes report whether clients of role r get the
+// producer's and the consumer's settings.
+func (r Role) produces() bool { return r&(RoleProducer|RoleKgo) != 0 }
+func (r Role) consumes() bool { return r&(RoleConsumer|RoleKgo) != 0 }
 
 // roleHooks are franz-go hooks for the clients of roles: fixed ones, or
 // made per client by fn.
@@ -556,8 +453,8 @@ type roleHooks struct {
 // ClientInfo describes a franz-go client the factory is about to build, for
 // HooksPerClient.
 type ClientInfo struct {
-	// Role is the client's role: one of RoleAdmin, RoleProducer,
-	// RoleConsumer, RoleKgo.
+	// Role is the client's role: RoleAdmin, RoleProducer, RoleConsumer,
+	// RoleKgo, or RoleTransactSession.
 	Role Role
 	// ID numbers the franz-go clients built in this process from 1, a
 	// client built again after a cluster change included: two clients
@@ -579,9 +476,9 @@ var clientIDs atomic.Uint64
 // do. kprom.Metrics does not (it registers its metrics when installed and
 // panics when installed twice, franz-go issue #1068): make one per client
 // with HooksPerClient.
-func Hooks(roles Role, hooks ...kgo.Hook) Opt {
+func Hooks(roles Role, hooks ...kgo.Hook) ClientOpt {
 	hooks = append([]kgo.Hook(nil), hooks...)
-	return opt(func(c *config) {
+	return client(func(c *config) {
 		c.hooks = append(c.hooks, roleHooks{roles: roles, hooks: hooks})
 		c.opaque++
 	})
@@ -592,8 +489,8 @@ func Hooks(roles Role, hooks ...kgo.Hook) Opt {
 // client alone: for hooks that hold one client's state, such as
 // kprom.Metrics, labelled with info.Role and info.ID. newHooks is called
 // while the client is made; it must not block.
-func HooksPerClient(newHooks func(info ClientInfo) []kgo.Hook) Opt {
-	return opt(func(c *config) {
+func HooksPerClient(newHooks func(info ClientInfo) []kgo.Hook) ClientOpt {
+	return client(func(c *config) {
 		if newHooks == nil {
 			c.fail("HooksPerClient: nil function")
 			return

@@ -52,7 +52,7 @@ func keyOrigin(key string) string {
 // maxMs is the largest number of milliseconds a time.Duration holds.
 const maxMs = int64(math.MaxInt64 / time.Millisecond)
 
-func msProperty(key string, min int64, build func(time.Duration) Opt) property {
+func msProperty[O Opt](key string, min int64, build func(time.Duration) O) property {
 	return property{
 		accepted: fmt.Sprintf("an integer number of milliseconds >= %d", min),
 		parse: func(v string) (Opt, error) {
@@ -69,13 +69,13 @@ func msProperty(key string, min int64, build func(time.Duration) Opt) property {
 	}
 }
 
-func enumProperty(key string, values []string, build func(string) Opt) property {
+func enumProperty(key string, values []string, build func(i int) Opt) property {
 	return property{
 		accepted: "one of " + strings.Join(values, ", "),
 		parse: func(v string) (Opt, error) {
-			for _, ok := range values {
+			for i, ok := range values {
 				if strings.EqualFold(strings.TrimSpace(v), ok) {
-					return build(ok), nil
+					return build(i), nil
 				}
 			}
 			return nil, fmt.Errorf("%s: %q is not one of %s", key, v, strings.Join(values, ", "))
@@ -83,7 +83,7 @@ func enumProperty(key string, values []string, build func(string) Opt) property 
 	}
 }
 
-func stringProperty(key string, build func(string) Opt) property {
+func stringProperty[O Opt](key string, build func(string) O) property {
 	return property{accepted: "a non-empty string", parse: func(v string) (Opt, error) {
 		if strings.TrimSpace(v) == "" {
 			return nil, fmt.Errorf("%s: empty value", key)
@@ -92,7 +92,7 @@ func stringProperty(key string, build func(string) Opt) property {
 	}}
 }
 
-func boolProperty(key string, build func(bool) Opt) property {
+func boolProperty[O Opt](key string, build func(bool) O) property {
 	return property{accepted: "true or false", parse: func(v string) (Opt, error) {
 		switch strings.ToLower(strings.TrimSpace(v)) {
 		case "true":
@@ -126,68 +126,80 @@ var properties = map[string]property{
 		}
 		return BootstrapServers(seeds...), nil
 	}},
-	"consistency.mode": enumProperty("consistency.mode", []string{"auto", "native", "emulated", "off"}, func(s string) Opt {
-		m, _ := ParseConsistencyMode(s)
-		return Consistency(m)
+	"consistency.mode": enumProperty("consistency.mode", []string{"auto", "native", "emulated", "off"}, func(i int) Opt {
+		return Consistency(ConsistencyMode(i))
 	}),
-	"client.id": stringProperty("client.id", func(s string) Opt { return ClientID(s) }),
-	"metadata.recovery.strategy": enumProperty("metadata.recovery.strategy", []string{"rebootstrap", "none"}, func(s string) Opt {
-		st, _ := rebootstrap.ParseStrategy(s)
-		return RecoveryStrategy(st)
+	"client.id": stringProperty("client.id", ClientID),
+	"metadata.recovery.strategy": enumProperty("metadata.recovery.strategy", []string{"rebootstrap", "none"}, func(i int) Opt {
+		return RecoveryStrategy([]rebootstrap.Strategy{rebootstrap.Rebootstrap, rebootstrap.None}[i])
 	}),
 	"metadata.cluster.check.enable": boolProperty("metadata.cluster.check.enable", ClusterCheck),
 	"request.timeout.ms":            msProperty("request.timeout.ms", 1, RequestTimeout),
 	"retry.backoff.ms":              msProperty("retry.backoff.ms", 0, RetryBackoff),
-	"acks":                          enumProperty("acks", []string{"all", "-1", "1", "0"}, Acks),
-	"enable.idempotence":            boolProperty("enable.idempotence", Idempotence),
-	"linger.ms":                     msProperty("linger.ms", 0, Linger),
-	"delivery.timeout.ms":           msProperty("delivery.timeout.ms", 1, DeliveryTimeout),
-	"compression.type":              enumProperty("compression.type", []string{"none", "gzip", "snappy", "lz4", "zstd"}, Compression),
-	"group.id":                      stringProperty("group.id", GroupID),
-	"transactional.id":              stringProperty("transactional.id", TransactionalID),
-	"transaction.timeout.ms":        msProperty("transaction.timeout.ms", 1, TransactionTimeout),
-	"auto.offset.reset":             enumProperty("auto.offset.reset", []string{"earliest", "latest", "none"}, AutoOffsetReset),
-	"isolation.level":               enumProperty("isolation.level", []string{"read_uncommitted", "read_committed"}, IsolationLevel),
-	"security.protocol":             enumProperty("security.protocol", []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, SecurityProtocol),
-	// Only the mechanism: the protocol comes from security.protocol, which
-	// FromProperties requires with any sasl.* key and applies first.
-	"sasl.mechanism": enumProperty("sasl.mechanism", []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, func(s string) Opt {
-		return opt(func(c *config) { c.sasl.mechanism = s })
+	"acks": enumProperty("acks", []string{"all", "-1", "1", "0"}, func(i int) Opt {
+		return RequiredAcks([]Acks{AllISRAcks, AllISRAcks, LeaderAck, NoAck}[i])
 	}),
-	"sasl.username": stringProperty("sasl.username", func(s string) Opt { return opt(func(c *config) { c.sasl.user = s }) }),
+	"enable.idempotence":  boolProperty("enable.idempotence", Idempotence),
+	"linger.ms":           msProperty("linger.ms", 0, Linger),
+	"delivery.timeout.ms": msProperty("delivery.timeout.ms", 1, DeliveryTimeout),
+	"compression.type": enumProperty("compression.type", codecNames[:], func(i int) Opt {
+		return Compression(Codec(i))
+	}),
+	"group.id":               stringProperty("group.id", GroupID),
+	"transactional.id":       stringProperty("transactional.id", TransactionalID),
+	"transaction.timeout.ms": msProperty("transaction.timeout.ms", 1, TransactionTimeout),
+	"auto.offset.reset": enumProperty("auto.offset.reset", []string{"earliest", "latest", "none"}, func(i int) Opt {
+		return AutoOffsetReset([]OffsetReset{ResetEarliest, ResetLatest, ResetNone}[i])
+	}),
+	"isolation.level": enumProperty("isolation.level", isolationNames[:], func(i int) Opt {
+		return IsolationLevel(Isolation(i))
+	}),
+	"security.protocol": enumProperty("security.protocol", protocolNames[1:], func(i int) Opt {
+		return SecurityProtocol(Protocol(i + 1))
+	}),
+	// The mechanism, user and password are set one by one: the protocol
+	// comes from security.protocol, which FromProperties requires with
+	// any sasl.* key.
+	"sasl.mechanism": enumProperty("sasl.mechanism", mechanismNames[1:], func(i int) Opt {
+		return security(func(c *config) { c.security.sasl.mechanism = Mechanism(i + 1) })
+	}),
+	"sasl.username": stringProperty("sasl.username", func(s string) Opt {
+		return security(func(c *config) { c.security.sasl.user = s })
+	}),
 	"sasl.password": {accepted: "a string", secret: true, parse: func(v string) (Opt, error) {
-		return opt(func(c *config) { c.sasl.pass = secret(v) }), nil
+		return security(func(c *config) { c.security.sasl.pass = secret(v) }), nil
 	}},
 	"sasl.jaas.config": {accepted: "one " + plainLoginModule + " or " + scramLoginModule + " entry with username and password", secret: true, parse: func(v string) (Opt, error) {
 		l, err := parseJAAS(v)
 		if err != nil {
 			return nil, err
 		}
-		return opt(func(c *config) {
-			c.sasl.user, c.sasl.pass, c.sasl.module, c.sasl.token = l.user, l.pass, l.module, l.token
+		return security(func(c *config) {
+			sa := &c.security.sasl
+			sa.user, sa.pass, sa.module, sa.token = l.user, l.pass, l.module, l.token
 		}), nil
 	}},
 	// librdkafka's names and the Java client's share fields, so that a
 	// client's properties replace the factory's whichever names each uses.
 	"ssl.ca.location": stringProperty("ssl.ca.location", func(s string) Opt {
-		return opt(func(c *config) { c.sslCA, c.sslCAFrom = s, "ssl.ca.location" })
+		return security(func(c *config) { c.security.caFile, c.security.caFrom = s, "ssl.ca.location" })
 	}),
 	"ssl.truststore.location": stringProperty("ssl.truststore.location", func(s string) Opt {
-		return opt(func(c *config) { c.sslCA, c.sslCAFrom = s, "ssl.truststore.location" })
+		return security(func(c *config) { c.security.caFile, c.security.caFrom = s, "ssl.truststore.location" })
 	}),
 	"ssl.truststore.type": pemTypeProperty("ssl.truststore.type", "export the certificates with keytool -exportcert -rfc"),
 	"ssl.certificate.location": stringProperty("ssl.certificate.location", func(s string) Opt {
-		return opt(func(c *config) { c.sslCert, c.sslKeystore = s, "" })
+		return security(func(c *config) { c.security.certFile, c.security.keystore = s, "" })
 	}),
 	"ssl.key.location": stringProperty("ssl.key.location", func(s string) Opt {
-		return opt(func(c *config) { c.sslKey, c.sslKeystore = s, "" })
+		return security(func(c *config) { c.security.keyFile, c.security.keystore = s, "" })
 	}),
 	"ssl.keystore.location": stringProperty("ssl.keystore.location", func(s string) Opt {
-		return opt(func(c *config) { c.sslKeystore, c.sslCert, c.sslKey = s, "", "" })
+		return security(func(c *config) { c.security.keystore, c.security.certFile, c.security.keyFile = s, "", "" })
 	}),
 	"ssl.keystore.type": pemTypeProperty("ssl.keystore.type", "convert it with openssl pkcs12 -nodes (keytool -importkeystore -deststoretype PKCS12 first for JKS), then encrypt the key with openssl pkcs8 -topk8 -v2 aes-256-cbc"),
 	"ssl.key.password": {accepted: "a string", secret: true, parse: func(v string) (Opt, error) {
-		return opt(func(c *config) { c.sslKeyPass = secret(v) }), nil
+		return security(func(c *config) { c.security.keyPass = secret(v) }), nil
 	}},
 }
 
@@ -197,7 +209,7 @@ func pemTypeProperty(key, convert string) property {
 	return property{accepted: "PEM", parse: func(v string) (Opt, error) {
 		switch t := strings.ToUpper(strings.TrimSpace(v)); t {
 		case "PEM":
-			return opt(func(*config) {}), nil
+			return security(func(*config) {}), nil
 		case "JKS", "PKCS12":
 			return nil, fmt.Errorf("%s: %s stores are not read, only PEM: %s", key, t, convert)
 		}
@@ -239,14 +251,7 @@ func FromProperties(props map[string]string) ([]Opt, error) {
 	for k := range props {
 		keys = append(keys, k)
 	}
-	// security.protocol first: it drops TLS or SASL settings given before
-	// it (see SecurityProtocol).
-	sort.Slice(keys, func(i, j int) bool {
-		if (keys[i] == "security.protocol") != (keys[j] == "security.protocol") {
-			return keys[i] == "security.protocol"
-		}
-		return keys[i] < keys[j]
-	})
+	sort.Strings(keys) // errors in a stable order
 	var opts []Opt
 	var errs []string
 	for _, k := range keys {

@@ -56,26 +56,22 @@ func TestPropertiesEveryKey(t *testing.T) {
 		"ssl.certificate.location":      filepath.Join(dir, "c.pem"),
 		"ssl.key.location":              filepath.Join(dir, "k.pem"),
 	})
-	require.Equal(t, []string{"a:9092", "b:9093"}, cfg.seeds)
-	require.Equal(t, "svc", cfg.clientID)
+	require.Equal(t, connConfig{
+		seeds: "a:9092,b:9093", clientID: "svc", strategy: rebootstrap.None, clusterCheck: false,
+		requestTimeout: 1500 * time.Millisecond, retryBackoff: 20 * time.Millisecond, retryBackoffSet: true,
+	}, cfg.conn)
 	require.Equal(t, ModeEmulated, cfg.mode)
-	require.Equal(t, rebootstrap.None, cfg.strategy)
-	require.False(t, cfg.clusterCheck)
-	require.Equal(t, 1500*time.Millisecond, cfg.requestTimeout)
-	require.Equal(t, 20*time.Millisecond, *cfg.retryBackoff)
-	require.Equal(t, "1", cfg.acks)
-	require.False(t, *cfg.idempotence)
-	require.Equal(t, 5*time.Millisecond, *cfg.linger)
-	require.Equal(t, "zstd", cfg.compression)
-	require.Equal(t, "g", cfg.groupID)
-	require.Equal(t, "earliest", cfg.autoOffsetRes)
-	require.Equal(t, "read_committed", cfg.isolationLevel)
-	require.Equal(t, "SASL_SSL", cfg.secProt)
-	require.Equal(t, saslConfig{mechanism: "SCRAM-SHA-512", user: "u", pass: "p"}, cfg.sasl)
-	require.Equal(t, filepath.Join(dir, "ca.pem"), cfg.sslCA)
-	require.Equal(t, filepath.Join(dir, "c.pem"), cfg.sslCert)
-	require.Equal(t, filepath.Join(dir, "k.pem"), cfg.sslKey)
-	require.Equal(t, 30*time.Second, cfg.deliveryTimeout)
+	require.Equal(t, produceConfig{
+		acks: LeaderAck, idempotence: 0, linger: 5 * time.Millisecond, lingerSet: true,
+		deliveryTimeout: 30 * time.Second, compression: CodecZstd,
+	}, cfg.produce)
+	require.Equal(t, consumeConfig{groupID: "g", reset: ResetEarliest, isolation: ReadCommitted}, cfg.consume)
+	require.Equal(t, securityConfig{
+		protocolSet: SASLSSL,
+		sasl:        saslConfig{mechanism: ScramSHA512, user: "u", pass: "p"},
+		caFile:      filepath.Join(dir, "ca.pem"), caFrom: "ssl.ca.location",
+		certFile: filepath.Join(dir, "c.pem"), keyFile: filepath.Join(dir, "k.pem"),
+	}, cfg.security)
 	// +2: transactional.id and transaction.timeout.ms, in TestTransactionalOptions.
 	require.Len(t, PropertyKeys(), 22+2+len(javaOnlyKeys), "every documented key is tested above, in TestPropertiesJavaNames or TestTransactionalOptions")
 }
@@ -152,9 +148,9 @@ func TestLoadProperties(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("bootstrap.servers=127.0.0.1:9092\nacks=1\n"), 0o600))
 	opts, err := LoadProperties(path)
 	require.NoError(t, err)
-	f, err := New(nil, opts...)
+	f, err := New(opts...)
 	require.NoError(t, err)
-	require.Equal(t, "1", f.base.acks)
+	require.Equal(t, LeaderAck, f.base.produce.acks)
 
 	_, err = LoadProperties(filepath.Join(t.TempDir(), "missing.properties"))
 	require.ErrorIs(t, err, ErrConfig)
@@ -166,27 +162,34 @@ func TestValidate(t *testing.T) {
 		want string
 	}{
 		"no seeds":              {nil, "bootstrap.servers: required"},
-		"idempotence needs all": {[]Opt{BootstrapServers("a:1"), Acks("1"), Idempotence(true)}, "enable.idempotence"},
-		"sasl without mech":     {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.secProt = "SASL_PLAINTEXT" })}, "sasl.mechanism: required"},
-		"sasl without protocol": {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.sasl.mechanism = "PLAIN" })}, "sasl.mechanism: set"},
-		"bad protocol option":   {[]Opt{BootstrapServers("a:1"), SecurityProtocol("TLS")}, "security.protocol"},
-		"tls files on plain":    {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.sslCA = "x" })}, "security.protocol"},
-		"missing ca file":       {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.secProt = "SSL"; c.sslCA = "/nonexistent/ca.pem" })}, "ssl.ca.location"},
-		"cert without key":      {[]Opt{BootstrapServers("a:1"), opt(func(c *config) { c.secProt = "SSL"; c.sslCert = "x" })}, "ssl.key.location"},
-		"bad acks option":       {[]Opt{BootstrapServers("a:1"), Acks("many")}, "acks:"},
+		"idempotence needs all": {[]Opt{BootstrapServers("a:1"), RequiredAcks(LeaderAck), Idempotence(true)}, "enable.idempotence"},
+		"sasl without mech":     {[]Opt{BootstrapServers("a:1"), SecurityProtocol(SASLPlaintext)}, "sasl.mechanism: required"},
+		"sasl on plaintext":     {[]Opt{BootstrapServers("a:1"), SecurityProtocol(Plaintext), SASL(Plain, "u", "p")}, "security.protocol: PLAINTEXT, but SASL settings are given"},
+		"plaintext after sasl":  {[]Opt{BootstrapServers("a:1"), SASL(Plain, "u", "p"), SecurityProtocol(Plaintext)}, "security.protocol: PLAINTEXT, but SASL settings are given"},
+		"bad protocol option":   {[]Opt{BootstrapServers("a:1"), SecurityProtocol(Protocol(9))}, "security.protocol"},
+		"default protocol":      {[]Opt{BootstrapServers("a:1"), SecurityProtocol(ProtocolDefault)}, "security.protocol"},
+		"bad mechanism":         {[]Opt{BootstrapServers("a:1"), SASL(Mechanism(7), "u", "p")}, "sasl.mechanism"},
+		"tls on plaintext":      {[]Opt{BootstrapServers("a:1"), TLS(&tls.Config{}), SecurityProtocol(Plaintext)}, "security.protocol: PLAINTEXT, but TLS settings are given"},
+		"missing ca file":       {[]Opt{BootstrapServers("a:1"), security(func(c *config) { c.security.caFile = "/nonexistent/ca.pem" })}, "ssl.ca.location"},
+		"cert without key":      {[]Opt{BootstrapServers("a:1"), security(func(c *config) { c.security.certFile = "x" })}, "ssl.key.location"},
+		"bad acks option":       {[]Opt{BootstrapServers("a:1"), RequiredAcks(Acks(7))}, "acks:"},
+		"bad codec":             {[]Opt{BootstrapServers("a:1"), Compression(Codec(9))}, "compression.type"},
+		"bad reset":             {[]Opt{BootstrapServers("a:1"), AutoOffsetReset(OffsetReset(9))}, "auto.offset.reset"},
+		"bad isolation":         {[]Opt{BootstrapServers("a:1"), IsolationLevel(Isolation(9))}, "isolation.level"},
+		"nil store":             {[]Opt{BootstrapServers("a:1"), WithStore(nil)}, "WithStore"},
 		"negative linger":       {[]Opt{BootstrapServers("a:1"), Linger(-time.Second)}, "linger.ms"},
 		"bad code":              {[]Opt{BootstrapServers("a:1"), InconsistentMetadataCode(-3)}, "InconsistentMetadataCode"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := New(nil, tc.opts...)
+			_, err := New(tc.opts...)
 			require.ErrorIs(t, err, ErrConfig)
 			require.Contains(t, err.Error(), tc.want)
 		})
 	}
 	// acks=1 without an explicit idempotence setting turns idempotence off.
-	f, err := New(nil, BootstrapServers("a:1"), Acks("1"))
+	f, err := New(BootstrapServers("a:1"), RequiredAcks(LeaderAck))
 	require.NoError(t, err)
-	require.Nil(t, f.base.idempotence)
+	require.Equal(t, int8(-1), f.base.produce.idempotence)
 	require.False(t, errors.Is(err, ErrConfig))
 }
 
@@ -204,24 +207,26 @@ func FuzzParseProperties(f *testing.F) {
 	})
 }
 
-// TestGoSecurityOptions: SASL and TLS set security.protocol themselves, in
-// either order, so Go options alone configure every protocol.
+// TestGoSecurityOptions: SASL and TLS decide security.protocol, in any
+// order, so Go options alone configure every protocol.
 func TestGoSecurityOptions(t *testing.T) {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	for name, tc := range map[string]struct {
 		opts []Opt
 		want string
 	}{
-		"sasl":          {[]Opt{SASL("PLAIN", "u", "p")}, "SASL_PLAINTEXT"},
+		"sasl":          {[]Opt{SASL(Plain, "u", "p")}, "SASL_PLAINTEXT"},
 		"tls":           {[]Opt{TLS(tlsCfg)}, "SSL"},
-		"sasl then tls": {[]Opt{SASL("SCRAM-SHA-256", "u", "p"), TLS(tlsCfg)}, "SASL_SSL"},
-		"tls then sasl": {[]Opt{TLS(tlsCfg), SASL("SCRAM-SHA-512", "u", "p")}, "SASL_SSL"},
-		"explicit ssl":  {[]Opt{SecurityProtocol("ssl")}, "SSL"},
+		"sasl then tls": {[]Opt{SASL(ScramSHA256, "u", "p"), TLS(tlsCfg)}, "SASL_SSL"},
+		"tls then sasl": {[]Opt{TLS(tlsCfg), SASL(ScramSHA512, "u", "p")}, "SASL_SSL"},
+		"explicit ssl":  {[]Opt{SecurityProtocol(SSL)}, "SSL"},
+		"ssl then tls":  {[]Opt{SecurityProtocol(SASLSSL), TLS(tlsCfg), SASL(Plain, "u", "p")}, "SASL_SSL"},
+		"tls then ssl":  {[]Opt{TLS(tlsCfg), SASL(Plain, "u", "p"), SecurityProtocol(SASLSSL)}, "SASL_SSL"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f, err := New(nil, append([]Opt{BootstrapServers("127.0.0.1:1")}, tc.opts...)...)
+			f, err := New(append([]Opt{BootstrapServers("127.0.0.1:1")}, tc.opts...)...)
 			require.NoError(t, err)
-			require.Equal(t, tc.want, f.base.secProt)
+			require.Equal(t, tc.want, f.base.security.protocol().String())
 		})
 	}
 }
@@ -230,9 +235,9 @@ func TestGoSecurityOptions(t *testing.T) {
 // settings, not "use the default".
 func TestZeroDurationsApply(t *testing.T) {
 	cfg := apply(t, map[string]string{"bootstrap.servers": "a:1", "linger.ms": "0", "retry.backoff.ms": "0"})
-	require.NotNil(t, cfg.linger)
-	require.Zero(t, *cfg.linger)
-	require.NotNil(t, cfg.retryBackoff)
+	require.True(t, cfg.produce.lingerSet)
+	require.Zero(t, cfg.produce.linger)
+	require.True(t, cfg.conn.retryBackoffSet)
 	kopts, err := cfg.validate()
 	require.NoError(t, err)
 	cl, err := kgo.NewClient(kopts...)
@@ -240,7 +245,7 @@ func TestZeroDurationsApply(t *testing.T) {
 	defer cl.Close()
 	require.Equal(t, time.Duration(0), cl.OptValue(kgo.ProducerLinger))
 	def := defaultConfig()
-	def.seeds = []string{"a:1"}
+	def.conn.seeds = "a:1"
 	kopts, err = def.validate()
 	require.NoError(t, err)
 	cl2, err := kgo.NewClient(kopts...)
@@ -272,11 +277,11 @@ func TestPropertiesJavaNames(t *testing.T) {
 		"ssl.keystore.type":       "pem",
 		"ssl.key.password":        keyPass,
 	})
-	require.Equal(t, saslConfig{mechanism: "SCRAM-SHA-256", user: "alice", pass: `p"w`, module: "SCRAM"}, cfg.sasl)
-	require.Equal(t, "testdata/ca.pem", cfg.sslCA)
-	require.Equal(t, "ssl.truststore.location", cfg.sslCAFrom)
-	require.Equal(t, "testdata/client-keystore.pem", cfg.sslKeystore)
-	require.Equal(t, secret(keyPass), cfg.sslKeyPass)
+	require.Equal(t, saslConfig{mechanism: ScramSHA256, user: "alice", pass: `p"w`, module: "SCRAM"}, cfg.security.sasl)
+	require.Equal(t, "testdata/ca.pem", cfg.security.caFile)
+	require.Equal(t, "ssl.truststore.location", cfg.security.caFrom)
+	require.Equal(t, "testdata/client-keystore.pem", cfg.security.keystore)
+	require.Equal(t, secret(keyPass), cfg.security.keyPass)
 	b, err := cfg.build()
 	require.NoError(t, err)
 	require.Len(t, b.tls.Certificates, 1)
@@ -318,7 +323,7 @@ func TestPropertiesJavaNamesConnect(t *testing.T) {
 				"ssl.key.password":        keyPass,
 			})
 			require.NoError(t, err)
-			f, err := New(nil, opts...)
+			f, err := New(opts...)
 			require.NoError(t, err)
 			t.Cleanup(f.Close)
 			adm, err := f.Admin()
@@ -443,9 +448,9 @@ func TestPropertiesClientReplacesStore(t *testing.T) {
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	require.Empty(t, cfg.sslKeystore)
-	require.Equal(t, "ca.pem", cfg.sslCA)
-	require.Equal(t, "ssl.ca.location", cfg.sslCAFrom)
+	require.Empty(t, cfg.security.keystore)
+	require.Equal(t, "ca.pem", cfg.security.caFile)
+	require.Equal(t, "ssl.ca.location", cfg.security.caFrom)
 }
 
 func TestParseJAAS(t *testing.T) {
@@ -514,7 +519,7 @@ func TestJAASModuleFitsMechanism(t *testing.T) {
 			"sasl.jaas.config": module + ` required username="u" password="` + password + `";`,
 		})
 		require.NoError(t, err)
-		_, err = New(nil, opts...)
+		_, err = New(opts...)
 		require.ErrorIs(t, err, ErrConfig)
 		require.ErrorContains(t, err, "sasl.jaas.config: ")
 		require.ErrorContains(t, err, "LoginModule does not serve sasl.mechanism="+mech)
@@ -526,7 +531,7 @@ func TestJAASModuleFitsMechanism(t *testing.T) {
 		"sasl.jaas.config": plainLoginModule + ` required username="u" password="p";`,
 	})
 	require.NoError(t, err)
-	f, err := New(nil, append(opts, SASL("SCRAM-SHA-512", "u", "p"))...)
+	f, err := New(append(opts, SASL(ScramSHA512, "u", "p"))...)
 	require.NoError(t, err)
 	f.Close()
 }

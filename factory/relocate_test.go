@@ -72,7 +72,7 @@ func TestMisrouteMoveFollowed(t *testing.T) {
 	b := newKfake(t, kfake.NumBrokers(1), kfake.ClusterID("move-b"), kfake.SeedTopics(1, "t"))
 	realB := b.ListenAddrs()[0]
 
-	f, err := New(nil, BootstrapServers(realA))
+	f, err := New(BootstrapServers(realA))
 	require.NoError(t, err)
 	defer f.Close()
 	p, err := NewProducer(f, producer.String(), producer.String())

@@ -50,7 +50,7 @@ func TestBootstrapNameResolvedAgain(t *testing.T) {
 		mu.Unlock()
 		return []string{ip}, nil
 	}
-	f, err := New(nil, BootstrapServers(fmt.Sprintf("kafka.test:%d", port)), Resolver(resolve), RetryBackoff(20*time.Millisecond))
+	f, err := New(BootstrapServers(fmt.Sprintf("kafka.test:%d", port)), Resolver(resolve), RetryBackoff(20*time.Millisecond))
 	require.NoError(t, err)
 	defer f.Close()
 	p, err := NewProducer(f, producer.String(), producer.String())

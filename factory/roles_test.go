@@ -2,8 +2,11 @@ package factory
 
 import (
 	"context"
+	"crypto/tls"
+	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -13,46 +16,83 @@ import (
 	"github.com/kconsist/kconsist/producer"
 )
 
-// TestOptionsForAnotherRole: an option a client of its role would ignore,
-// as a Go option or a property, is refused by that client's constructor and
-// named; in New it is the base of the clients that use it.
+// TestOptionsForAnotherRole: an option a client of another role would
+// ignore does not compile there (its type is not that role's option type);
+// in New it is the base of the clients that use it and reaches no other
+// client; each constructor takes its own role's options and ClientOpts.
 func TestOptionsForAnotherRole(t *testing.T) {
-	f, err := New(nil, BootstrapServers("127.0.0.1:1"), GroupID("base"), Acks("1"), Linger(0), IsolationLevel("read_committed"))
+	type pair struct {
+		opt, takes reflect.Type
+		want       bool
+	}
+	producerOpt, consumerOpt, adminOpt := reflect.TypeFor[ProducerOpt](), reflect.TypeFor[ConsumerOpt](), reflect.TypeFor[AdminOpt]()
+	transactOpt, kgoOpt, clientOpt := reflect.TypeFor[TransactOpt](), reflect.TypeFor[KgoClientOpt](), reflect.TypeFor[ClientOpt]()
+	plain := reflect.TypeFor[Opt]()
+	for _, p := range []pair{
+		{consumerOpt, producerOpt, false}, {consumerOpt, adminOpt, false},
+		{producerOpt, consumerOpt, false}, {producerOpt, adminOpt, false},
+		{producerOpt, transactOpt, true}, {consumerOpt, transactOpt, true},
+		{producerOpt, kgoOpt, true}, {consumerOpt, kgoOpt, true},
+		{clientOpt, producerOpt, true}, {clientOpt, consumerOpt, true}, {clientOpt, adminOpt, true},
+		{clientOpt, transactOpt, true}, {clientOpt, kgoOpt, true},
+		{plain, producerOpt, false}, {plain, consumerOpt, false}, {plain, adminOpt, false}, {plain, kgoOpt, false},
+	} {
+		require.Equal(t, p.want, p.opt.Implements(p.takes), "%v as %v", p.opt, p.takes)
+	}
+	// The factory-wide options are plain Opts: no client takes them.
+	for _, o := range []Opt{WithStore(nil), Consistency(ModeAuto)} {
+		_, isClient := o.(KgoClientOpt)
+		require.False(t, isClient, "%T", o)
+	}
+
+	f, err := New(BootstrapServers("127.0.0.1:1"), GroupID("base"), RequiredAcks(LeaderAck), Linger(0), IsolationLevel(ReadCommitted))
 	require.NoError(t, err, "any option may be part of the base")
 	t.Cleanup(f.Close)
-	props, err := FromProperties(map[string]string{"acks": "0", "compression.type": "zstd"})
+
+	// The base's role options reach only their role's clients.
+	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"), AutoOffsetReset(ResetEarliest))
 	require.NoError(t, err)
-
-	_, err = f.Admin(GroupID("g"), ClientID("fine"))
-	require.ErrorIs(t, err, ErrConfig)
-	require.ErrorContains(t, err, "group.id (a consumer setting): not used by admin clients")
-
-	_, err = f.Admin(DeliveryTimeout(1))
-	require.ErrorContains(t, err, "delivery.timeout.ms (a producer setting): not used by admin clients")
-
-	_, err = NewProducer(f, producer.String(), producer.String(), GroupID("g"), AutoOffsetReset("earliest"), IsolationLevel("read_committed"))
-	require.ErrorIs(t, err, ErrConfig)
-	require.ErrorContains(t, err, "group.id (a consumer setting), auto.offset.reset (a consumer setting), isolation.level (a consumer setting): not used by producer clients")
-
-	_, err = NewConsumer(f, consumer.String(), consumer.String(), []string{"t"}, Acks("1"), Idempotence(false), Linger(0))
-	require.ErrorContains(t, err, "acks (a producer setting), enable.idempotence (a producer setting), linger.ms (a producer setting): not used by consumer clients")
-
-	_, err = NewConsumer(f, consumer.String(), consumer.String(), []string{"t"}, props...)
-	require.ErrorContains(t, err, "acks (a producer setting), compression.type (a producer setting): not used by consumer clients", "properties too")
-
-	// Each role takes its own options, and a bare client takes all.
-	p, err := NewProducer(f, producer.String(), producer.String(), append(props, Acks("all"), Linger(5), Idempotence(true), DeliveryTimeout(1e9))...)
-	require.NoError(t, err)
-	require.NoError(t, p.Close(context.Background()))
-	c, err := NewConsumer(f, consumer.String(), consumer.String(), []string{"t"}, GroupID("g"), AutoOffsetReset("earliest"), IsolationLevel("read_uncommitted"))
-	require.NoError(t, err)
+	require.Equal(t, "base", c.Kgo().OptValue(kgo.ConsumerGroup))
+	require.Equal(t, 10*time.Millisecond, c.Kgo().OptValue(kgo.ProducerLinger), "franz-go's default: the base's linger.ms is a producer's")
 	c.Close()
-	cl, err := f.KgoClient(GroupID("g"), Acks("1"))
+	p, err := NewProducer(f, producer.String(), producer.String(), Linger(5), Idempotence(false), DeliveryTimeout(time.Second))
 	require.NoError(t, err)
+	require.Equal(t, 5*time.Nanosecond, p.Kgo().OptValue(kgo.ProducerLinger))
+	require.Equal(t, "", p.Kgo().OptValue(kgo.ConsumerGroup), "the base's group.id is a consumer's")
+	require.NoError(t, p.Close(context.Background()))
+	cl, err := f.KgoClient(GroupID("g"), RequiredAcks(LeaderAck), ClientID("bare"))
+	require.NoError(t, err)
+	require.Equal(t, "g", cl.OptValue(kgo.ConsumerGroup))
 	cl.Close()
 	adm, err := f.Admin(ClientID("admin"))
 	require.NoError(t, err)
+	require.Equal(t, "", adm.Kgo().OptValue(kgo.ConsumerGroup))
 	adm.Close()
+}
+
+// TestClientSecurityReplacesBase: security options given to a client
+// replace the base's as a whole, in any order, and leave the base alone.
+func TestClientSecurityReplacesBase(t *testing.T) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	f, err := New(BootstrapServers("127.0.0.1:1"), TLS(tlsCfg), SASL(Plain, "base", "p"))
+	require.NoError(t, err)
+	t.Cleanup(f.Close)
+	for name, tc := range map[string]struct {
+		opts []Opt
+		want securityConfig
+	}{
+		"none given":          {nil, securityConfig{tls: tlsCfg, sasl: saslConfig{mechanism: Plain, user: "base", pass: "p"}}},
+		"plaintext":           {[]Opt{SecurityProtocol(Plaintext)}, securityConfig{protocolSet: Plaintext}},
+		"sasl alone":          {[]Opt{SASL(ScramSHA512, "u", "q")}, securityConfig{sasl: saslConfig{mechanism: ScramSHA512, user: "u", pass: "q"}}},
+		"other settings kept": {[]Opt{ClientID("x")}, securityConfig{tls: tlsCfg, sasl: saslConfig{mechanism: Plain, user: "base", pass: "p"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := f.clientConfig(RoleKgo, tc.opts)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, cfg.security)
+			require.Equal(t, SASLSSL, f.base.security.protocol(), "the base is untouched")
+		})
+	}
 }
 
 // newClientHook records the clients it is installed on.
@@ -81,7 +121,7 @@ func TestHooksPerRole(t *testing.T) {
 	all, prod, cons, extra := &newClientHook{}, &newClientHook{}, &newClientHook{}, &newClientHook{}
 	var mu sync.Mutex
 	var infos []ClientInfo
-	f, err := New(nil, BootstrapServers(kc.ListenAddrs()...),
+	f, err := New(BootstrapServers(kc.ListenAddrs()...),
 		Hooks(AllRoles, all), Hooks(RoleProducer, prod), Hooks(RoleConsumer|RoleAdmin, cons),
 		HooksPerClient(func(info ClientInfo) []kgo.Hook {
 			mu.Lock()
@@ -103,7 +143,7 @@ func TestHooksPerRole(t *testing.T) {
 	defer p.Close(ctx)
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "v"})
 	require.NoError(t, err)
-	c, err := NewConsumer(f, consumer.String(), consumer.String(), []string{"t"})
+	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"))
 	require.NoError(t, err)
 	defer c.Close()
 	cl, err := f.KgoClient()
@@ -134,7 +174,7 @@ func TestRoleString(t *testing.T) {
 }
 
 func TestHooksPerClientNil(t *testing.T) {
-	_, err := New(nil, BootstrapServers("127.0.0.1:1"), HooksPerClient(nil))
+	_, err := New(BootstrapServers("127.0.0.1:1"), HooksPerClient(nil))
 	require.ErrorIs(t, err, ErrConfig)
 	require.ErrorContains(t, err, "HooksPerClient: nil function")
 }

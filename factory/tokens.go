@@ -18,7 +18,7 @@ import (
 // beyond the cluster's committed metadata offset can never be reached by
 // any broker: every client that carried it would wait, then fail, for as
 // long as it is held. So a factory takes tokens from outside only through
-// CheckToken, Accept and Session, which ask the cluster first, and it
+// CheckToken, Accept and WithToken, which ask the cluster first, and it
 // heals a store that holds such a token anyway (put there through
 // Store().Advance, or left by a metadata log restored under the same
 // cluster id): the first request that waits too long, or an
@@ -91,7 +91,7 @@ func (f *Factory) CheckToken(ctx context.Context, tok consistency.Token) error {
 
 // Accept checks tok (see CheckToken) and merges it into the factory's
 // shared store: every client of the factory then waits for it. Prefer
-// Session, which confines a token to the work it came with.
+// WithToken, which confines a token to the work it came with.
 func (f *Factory) Accept(ctx context.Context, tok consistency.Token) (consistency.Token, error) {
 	if err := f.CheckToken(ctx, tok); err != nil {
 		return f.Token(), err
@@ -99,13 +99,13 @@ func (f *Factory) Accept(ctx context.Context, tok consistency.Token) (consistenc
 	return f.s.Store().Advance(tok)
 }
 
-// Session checks tok (see CheckToken) and returns a factory for the work
+// WithToken checks tok (see CheckToken) and returns a factory for the work
 // that came with it: its clients wait for tok as well as for everything
 // the factory knows, and what they learn from brokers goes to the shared
 // store, but tok itself never raises the store of the factory's other
-// clients (consistency.Session). Close the session's clients, then the
-// session, before the factory; a session holds no connections of its own.
-func (f *Factory) Session(ctx context.Context, tok consistency.Token) (*Factory, error) {
+// clients (consistency.HandedStore). Close its clients, then it, before
+// the factory; it holds no connections of its own.
+func (f *Factory) WithToken(ctx context.Context, tok consistency.Token) (*Factory, error) {
 	if err := f.CheckToken(ctx, tok); err != nil {
 		return nil, err
 	}

@@ -25,12 +25,12 @@ import (
 //
 // For consume-transform-produce, where the offsets consumed commit in the
 // transaction, use NewGroupTransactSession.
-func TransactionalID(id string) Opt {
-	return producerOpt("transactional.id", func(c *config) {
+func TransactionalID(id string) ProducerOpt {
+	return producerOnly(func(c *config) {
 		if id == "" {
 			c.fail("transactional.id: empty")
 		}
-		c.txnID = id
+		c.txn.id = id
 	})
 }
 
@@ -38,34 +38,34 @@ func TransactionalID(id string) Opt {
 // coordinator lets a transaction stay open before it aborts it (a producer
 // that died mid-transaction). Default: franz-go's, 40s. The broker refuses
 // values above its transaction.max.timeout.ms (15 minutes by default).
-func TransactionTimeout(d time.Duration) Opt {
-	return producerOpt("transaction.timeout.ms", func(c *config) {
+func TransactionTimeout(d time.Duration) ProducerOpt {
+	return producerOnly(func(c *config) {
 		if d <= 0 {
 			c.fail("transaction.timeout.ms: %v is not positive", d)
 		}
-		c.txnTimeout = d
+		c.txn.timeout = d
 	})
 }
 
 // transactional returns the franz-go options of a transactional client;
 // idempotent says whether c's producer is idempotent.
 func (c *config) transactional(idempotent bool) ([]kgo.Opt, error) {
-	if c.txnID == "" {
-		if c.txnTimeout != 0 && c.role&(RoleProducer|RoleKgo) != 0 {
+	if c.txn.id == "" {
+		if c.txn.timeout != 0 && c.role.produces() {
 			return nil, fmt.Errorf("transaction.timeout.ms: set without transactional.id")
 		}
 		return nil, nil
 	}
-	if c.role != 0 && c.role&(RoleProducer|RoleKgo) == 0 {
+	if !c.role.produces() {
 		// Given to New: it is the base of consumers and admin clients too.
 		return nil, nil
 	}
 	if !idempotent {
-		return nil, fmt.Errorf("transactional.id: %q needs an idempotent producer (enable.idempotence=true, acks=all), have acks=%s enable.idempotence=%v", c.txnID, c.acks, c.idempotence != nil && *c.idempotence)
+		return nil, fmt.Errorf("transactional.id: %q needs an idempotent producer (enable.idempotence=true, acks=all), have acks=%s enable.idempotence=%v", c.txn.id, c.produce.acks, c.produce.idempotence == 1)
 	}
-	opts := []kgo.Opt{kgo.TransactionalID(c.txnID)}
-	if c.txnTimeout > 0 {
-		opts = append(opts, kgo.TransactionTimeout(c.txnTimeout))
+	opts := []kgo.Opt{kgo.TransactionalID(c.txn.id)}
+	if c.txn.timeout > 0 {
+		opts = append(opts, kgo.TransactionTimeout(c.txn.timeout))
 	}
 	return opts, nil
 }
@@ -80,8 +80,8 @@ const RoleTransactSession = RoleProducer | RoleConsumer
 // the group of GroupID and produces records of K keys and V values in
 // transactions of TransactionalID, so that the offsets consumed commit in
 // the same transaction as the records produced from them (exactly once).
-// Both options are required; opts apply on top of the factory's, and any
-// producer or consumer option may be among them. The session reads
+// Both options are required, as is ConsumeTopics; opts apply on top of the
+// factory's, and any producer or consumer option may be among them. The session reads
 // read_committed and requires stable offsets (KIP-447), whatever
 // isolation.level says: reading another transaction's uncommitted records
 // would break exactly once.
@@ -93,16 +93,13 @@ const RoleTransactSession = RoleProducer | RoleConsumer
 // stays failed (Begin and polls return that error). Close it and make a new
 // one, which joins the group on the new cluster. See
 // producer.GroupTransactSession.
-func NewGroupTransactSession[K, V any](f *Factory, keys producer.Serializer[K], values producer.Serializer[V], topics []string, opts ...Opt) (*producer.GroupTransactSession[K, V], error) {
+func NewGroupTransactSession[K, V any](f *Factory, keys producer.Serializer[K], values producer.Serializer[V], opts ...TransactOpt) (*producer.GroupTransactSession[K, V], error) {
 	if keys == nil || values == nil {
 		return nil, fmt.Errorf("%w: NewGroupTransactSession needs a key and a value serializer", ErrConfig)
 	}
-	if len(topics) == 0 {
-		return nil, fmt.Errorf("%w: NewGroupTransactSession needs topics to consume", ErrConfig)
-	}
-	opts = withRole(opts, RoleTransactSession)
+	all := asOpts(opts)
 	var sess *kgo.GroupTransactSession
-	opts = append(opts, opt(func(c *config) {
+	all = append(all, factoryOpt(func(c *config) {
 		c.newClient = func(kopts ...kgo.Opt) (*kgo.Client, error) {
 			s, err := kgo.NewGroupTransactSession(kopts...)
 			if err != nil {
@@ -115,22 +112,25 @@ func NewGroupTransactSession[K, V any](f *Factory, keys producer.Serializer[K], 
 	if f.s.Closed() {
 		return nil, ErrClosed
 	}
-	cfg, err := f.clientConfig(opts)
+	cfg, err := f.clientConfig(RoleTransactSession, all)
 	if err != nil {
 		return nil, err
 	}
 	var missing []error
-	if cfg.groupID == "" {
+	if len(cfg.topics) == 0 {
+		missing = append(missing, errors.New("ConsumeTopics: required by a GroupTransactSession"))
+	}
+	if cfg.consume.groupID == "" {
 		missing = append(missing, errors.New("group.id: required by a GroupTransactSession"))
 	}
-	if cfg.txnID == "" {
+	if cfg.txn.id == "" {
 		missing = append(missing, errors.New("transactional.id: required by a GroupTransactSession"))
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(missing...))
 	}
 	extra := []kgo.Opt{
-		kgo.ConsumeTopics(topics...),
+		kgo.ConsumeTopics(cfg.topics...),
 		// No kgo.RequireStableFetchOffsets: kgo now always asks for stable
 		// offsets in a group, and the option is a deprecated no-op.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),

@@ -26,7 +26,7 @@ func txnCluster(t *testing.T) (*localcluster.Cluster, *Factory) {
 	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(100*time.Millisecond), localcluster.ClusterID("txn-cluster"))
 	require.NoError(t, err)
 	t.Cleanup(lc.Close)
-	f, err := New(nil, BootstrapServers(lc.Addrs()...), AutoOffsetReset("earliest"))
+	f, err := New(BootstrapServers(lc.Addrs()...), AutoOffsetReset(ResetEarliest))
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
 	return lc, f
@@ -37,7 +37,7 @@ func txnCluster(t *testing.T) (*localcluster.Cluster, *Factory) {
 // a value that should not be there has had its chance.
 func committedValues(ctx context.Context, t *testing.T, f *Factory, topic string, n int) []string {
 	t.Helper()
-	c, err := NewConsumer(f, consumer.String(), consumer.String(), []string{topic}, IsolationLevel("read_committed"))
+	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics(topic), IsolationLevel(ReadCommitted))
 	require.NoError(t, err)
 	defer c.Close()
 	var got []string
@@ -100,11 +100,11 @@ func TestTransactionCommitAbort(t *testing.T) {
 // or one of another id.
 func TestTransactionalSharing(t *testing.T) {
 	kc := newKfake(t, kfake.SeedTopics(1, "t"))
-	f, err := New(nil, BootstrapServers(kc.ListenAddrs()...))
+	f, err := New(BootstrapServers(kc.ListenAddrs()...))
 	require.NoError(t, err)
 	defer f.Close()
 	ctx := testCtx(t)
-	mk := func(opts ...Opt) *producer.Producer[string, string] {
+	mk := func(opts ...ProducerOpt) *producer.Producer[string, string] {
 		p, err := NewProducer(f, producer.String(), producer.String(), opts...)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = p.Close(context.Background()) })
@@ -127,21 +127,21 @@ func TestTransactionalSharing(t *testing.T) {
 // TestTransactionalOptions: transactional.id needs idempotence, belongs to
 // producers, and is a property.
 func TestTransactionalOptions(t *testing.T) {
-	f, err := New(nil, BootstrapServers("127.0.0.1:1"))
+	f, err := New(BootstrapServers("127.0.0.1:1"))
 	require.NoError(t, err)
 	defer f.Close()
 	_, err = NewProducer(f, producer.String(), producer.String(), TransactionalID("x"), Idempotence(false))
 	require.ErrorIs(t, err, ErrConfig)
 	require.ErrorContains(t, err, "transactional.id")
-	_, err = NewProducer(f, producer.String(), producer.String(), TransactionalID("x"), Acks("1"))
+	_, err = NewProducer(f, producer.String(), producer.String(), TransactionalID("x"), RequiredAcks(LeaderAck))
 	require.ErrorContains(t, err, "transactional.id")
 	_, err = NewProducer(f, producer.String(), producer.String(), TransactionTimeout(time.Second))
 	require.ErrorContains(t, err, "transaction.timeout.ms")
-	_, err = NewConsumer(f, consumer.String(), consumer.String(), []string{"t"}, TransactionalID("x"))
-	require.ErrorContains(t, err, "transactional.id")
-	_, err = NewGroupTransactSession(f, producer.String(), producer.String(), []string{"t"}, GroupID("g"))
+	_, err = NewGroupTransactSession(f, producer.String(), producer.String(), GroupID("g"), TransactionalID("x"))
+	require.ErrorContains(t, err, "ConsumeTopics: required")
+	_, err = NewGroupTransactSession(f, producer.String(), producer.String(), ConsumeTopics("t"), GroupID("g"))
 	require.ErrorContains(t, err, "transactional.id: required")
-	_, err = NewGroupTransactSession(f, producer.String(), producer.String(), []string{"t"}, TransactionalID("x"))
+	_, err = NewGroupTransactSession(f, producer.String(), producer.String(), ConsumeTopics("t"), TransactionalID("x"))
 	require.ErrorContains(t, err, "group.id: required")
 
 	opts, err := FromProperties(map[string]string{"transactional.id": "etl-1", "transaction.timeout.ms": "5000"})
@@ -151,8 +151,7 @@ func TestTransactionalOptions(t *testing.T) {
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	require.Equal(t, "etl-1", cfg.txnID)
-	require.Equal(t, 5*time.Second, cfg.txnTimeout)
+	require.Equal(t, txnConfig{id: "etl-1", timeout: 5 * time.Second}, cfg.txn)
 	_, err = FromProperties(map[string]string{"transactional.id": " "})
 	require.ErrorContains(t, err, "transactional.id")
 }
@@ -183,7 +182,7 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 		}
 	}
 	newSession := func() *producer.GroupTransactSession[string, string] {
-		s, err := NewGroupTransactSession(f, producer.String(), producer.String(), []string{"in"},
+		s, err := NewGroupTransactSession(f, producer.String(), producer.String(), ConsumeTopics("in"),
 			GroupID("etl"), TransactionalID("etl-1"))
 		require.NoError(t, err)
 		return s
@@ -267,7 +266,7 @@ func TestTransactionClusterChange(t *testing.T) {
 	ctx := testCtx(t)
 	port := freePort(t)
 	a := startOnPort(t, "cluster-a", port)
-	f, err := New(nil, BootstrapServers(a.ListenAddrs()[0]), RetryBackoff(20*time.Millisecond))
+	f, err := New(BootstrapServers(a.ListenAddrs()[0]), RetryBackoff(20*time.Millisecond))
 	require.NoError(t, err)
 	defer f.Close()
 	p, err := NewProducer(f, producer.String(), producer.String(), TransactionalID("move"))

@@ -53,7 +53,7 @@ func TestKIP1243ClusterChangeFollowed(t *testing.T) {
 	defer fw.Close()
 
 	events := &kinds{}
-	f, err := factory.New(nil, factory.BootstrapServers(fw.Addr()), factory.WithObserver(events),
+	f, err := factory.New(factory.BootstrapServers(fw.Addr()), factory.WithObserver(events),
 		factory.RetryBackoff(20*time.Millisecond))
 	require.NoError(t, err)
 	p, err := factory.NewProducer(f, producer.String(), producer.String())

@@ -106,7 +106,7 @@ func TestModes(t *testing.T) {
 			t.Cleanup(c.Close)
 			ctx := testCtx(t, 30*time.Second)
 			events := &modeEvents{}
-			f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...), factory.Consistency(tc.mode), factory.WithObserver(events))
+			f, err := factory.New(factory.BootstrapServers(c.Addrs()...), factory.Consistency(tc.mode), factory.WithObserver(events))
 			require.NoError(t, err)
 			defer f.Close()
 			cl, err := f.KgoClient()
@@ -155,7 +155,7 @@ func TestEmulationOffWhereUnsupported(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
 			events := &modeEvents{}
-			f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...), factory.WithObserver(events))
+			f, err := factory.New(factory.BootstrapServers(c.Addrs()...), factory.WithObserver(events))
 			require.NoError(t, err)
 			defer f.Close()
 			cl, err := f.KgoClient()

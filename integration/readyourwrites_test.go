@@ -64,8 +64,8 @@ func TestFactoryReadsItsWrites(t *testing.T) {
 			lc := newCluster(t, localcluster.ErrorMode(mode == "error"))
 			ctx := testCtx(t, 60*time.Second)
 			events := &staleEvents{}
-			f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...), factory.WithObserver(events),
-				factory.AutoOffsetReset("earliest"))
+			f, err := factory.New(factory.BootstrapServers(lc.Addrs()...), factory.WithObserver(events),
+				factory.AutoOffsetReset(factory.ResetEarliest))
 			require.NoError(t, err)
 			adm, err := f.Admin()
 			require.NoError(t, err)
@@ -87,7 +87,7 @@ func TestFactoryReadsItsWrites(t *testing.T) {
 				_, err := p.Produce(ctx, producer.Record[string, string]{Topic: "orders", Key: fmt.Sprint(i), Value: "v"})
 				require.NoError(t, err, "record %d", i)
 			}
-			c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{"orders"}, factory.GroupID("ryw"))
+			c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics("orders"), factory.GroupID("ryw"))
 			require.NoError(t, err)
 			defer c.Close()
 			got := map[string]bool{}
@@ -172,7 +172,7 @@ func TestPlainClientsReadStale(t *testing.T) {
 func TestProduceStaleForeverIsTyped(t *testing.T) {
 	lc := newCluster(t, localcluster.ErrorMode(true), localcluster.Lag(0))
 	ctx := testCtx(t, 30*time.Second)
-	f, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...),
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...),
 		factory.KgoOpts(kgo.RecordDeliveryTimeout(1500*time.Millisecond)))
 	require.NoError(t, err)
 	adm, err := f.Admin()

@@ -47,7 +47,7 @@ func TestTokensFromOutsideAreChecked(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
 			ctx := testCtx(t, 20*time.Second)
-			f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...))
+			f, err := factory.New(factory.BootstrapServers(c.Addrs()...))
 			require.NoError(t, err)
 			defer f.Close()
 
@@ -66,7 +66,7 @@ func TestTokensFromOutsideAreChecked(t *testing.T) {
 				t.Logf("%s: %v", name, err)
 				_, err = f.Accept(ctx, tok)
 				require.ErrorIs(t, err, want, name)
-				_, err = f.Session(ctx, tok)
+				_, err = f.WithToken(ctx, tok)
 				require.ErrorIs(t, err, want, name)
 			}
 			require.Less(t, time.Since(start), 5*time.Second, "refused at once")
@@ -94,7 +94,7 @@ func TestSessionConfinesToken(t *testing.T) {
 	ctx := testCtx(t, 20*time.Second)
 
 	// Service A writes and hands its token over.
-	fa, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...))
+	fa, err := factory.New(factory.BootstrapServers(c.Addrs()...))
 	require.NoError(t, err)
 	defer fa.Close()
 	admA, err := fa.Admin()
@@ -107,10 +107,10 @@ func TestSessionConfinesToken(t *testing.T) {
 	require.False(t, tok.IsUnknown())
 
 	// Service B reads with it, in a session.
-	fb, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...))
+	fb, err := factory.New(factory.BootstrapServers(c.Addrs()...))
 	require.NoError(t, err)
 	defer fb.Close()
-	sess, err := fb.Session(ctx, tok)
+	sess, err := fb.WithToken(ctx, tok)
 	require.NoError(t, err)
 	defer sess.Close()
 	cl, err := sess.KgoClient()
@@ -138,7 +138,7 @@ func TestPoisonedStoreHeals(t *testing.T) {
 			t.Cleanup(c.Close)
 			ctx := testCtx(t, 30*time.Second)
 			events := &healEvents{}
-			f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...), factory.WithObserver(events))
+			f, err := factory.New(factory.BootstrapServers(c.Addrs()...), factory.WithObserver(events))
 			require.NoError(t, err)
 			defer f.Close()
 			adm, err := f.Admin()
@@ -179,7 +179,7 @@ func TestRestoredClusterHeals(t *testing.T) {
 	require.NoError(t, err)
 	ctx := testCtx(t, 30*time.Second)
 	store := consistency.NewMemoryStore()
-	f, err := factory.New(store, factory.BootstrapServers(old.Addrs()...))
+	f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(old.Addrs()...))
 	require.NoError(t, err)
 	adm, err := f.Admin()
 	require.NoError(t, err)
@@ -199,7 +199,7 @@ func TestRestoredClusterHeals(t *testing.T) {
 	t.Cleanup(restored.Close)
 	require.Less(t, restored.LogEnd(), held.Offset())
 	events := &healEvents{}
-	f, err = factory.New(store, factory.BootstrapServers(restored.Addrs()...), factory.WithObserver(events))
+	f, err = factory.New(factory.WithStore(store), factory.BootstrapServers(restored.Addrs()...), factory.WithObserver(events))
 	require.NoError(t, err)
 	defer f.Close()
 	adm, err = f.Admin()
@@ -234,7 +234,7 @@ func TestProduceToBrokerStuckBehindIsBounded(t *testing.T) {
 			t.Cleanup(c.Close)
 			ctx := testCtx(t, 30*time.Second)
 			const bound = 15 * time.Second
-			f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...), factory.DeliveryTimeout(bound), factory.RetryBackoff(50*time.Millisecond))
+			f, err := factory.New(factory.BootstrapServers(c.Addrs()...), factory.DeliveryTimeout(bound), factory.RetryBackoff(50*time.Millisecond))
 			require.NoError(t, err)
 			defer f.Close()
 			adm, err := f.Admin()
@@ -282,7 +282,7 @@ func TestCancellationWhileBrokersHold(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	ctx := testCtx(t, 60*time.Second)
-	f, err := factory.New(nil, factory.BootstrapServers(c.Addrs()...))
+	f, err := factory.New(factory.BootstrapServers(c.Addrs()...))
 	require.NoError(t, err)
 	defer f.Close()
 	adm, err := f.Admin()
@@ -296,7 +296,7 @@ func TestCancellationWhileBrokersHold(t *testing.T) {
 	// From the earliest offset: a consumer that starts after the warm-up
 	// record was produced would otherwise begin past it (latest) and wait
 	// for it forever.
-	cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{"held"}, factory.AutoOffsetReset("earliest"))
+	cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics("held"), factory.AutoOffsetReset(factory.ResetEarliest))
 	require.NoError(t, err)
 	defer cons.Close()
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "held", Value: "warm"})

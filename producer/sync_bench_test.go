@@ -34,7 +34,7 @@ func BenchmarkSyncProduceRatio(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	f, err := factory.New(nil, factory.BootstrapServers(kc.ListenAddrs()...))
+	f, err := factory.New(factory.BootstrapServers(kc.ListenAddrs()...))
 	if err != nil {
 		b.Fatal(err)
 	}

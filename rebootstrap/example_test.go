@@ -20,8 +20,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	f, err := factory.New(nil,
-		factory.BootstrapServers("127.0.0.1:9092"),
+	f, err := factory.New(factory.BootstrapServers("127.0.0.1:9092"),
 		factory.RecoveryStrategy(strategy),
 		factory.PinCluster("prod-a"),
 	)

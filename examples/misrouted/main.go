@@ -192,7 +192,7 @@ func scenario(ctx context.Context, out io.Writer, check bool) error {
 	fmt.Fprintf(out, "   Both have a topic %q. The clients bootstrap from cluster-a (%s).\n", topic, c.realA)
 
 	events := &eventLog{}
-	f, err := factory.New(nil, factory.BootstrapServers(c.realA), factory.ClusterCheck(check),
+	f, err := factory.New(factory.BootstrapServers(c.realA), factory.ClusterCheck(check),
 		factory.RetryBackoff(50*time.Millisecond), factory.WithObserver(events))
 	if err != nil {
 		return err

@@ -49,8 +49,8 @@ func newObserved(addrs []string) (*observed, error) {
 		kotel.WithTracer(kotel.NewTracer(kotel.TracerProvider(tp), kotel.TracerPropagator(propagation.TraceContext{}))),
 		kotel.WithMeter(kotel.NewMeter(kotel.MeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.metrics))))),
 	)
-	f, err := factory.New(nil, factory.BootstrapServers(addrs...),
-		factory.AutoOffsetReset("earliest"),
+	f, err := factory.New(factory.BootstrapServers(addrs...),
+		factory.AutoOffsetReset(factory.ResetEarliest),
 		factory.Hooks(factory.AllRoles, otel.Hooks()...),
 		// kprom registers its metrics when installed on a client and
 		// panics if one instance is installed twice (franz-go issue
@@ -127,7 +127,7 @@ func (o *observed) roundTrip(ctx context.Context, topic string, n int) (trace.Sp
 			}
 		}
 	}
-	c, err := factory.NewConsumer(o.f, consumer.String(), consumer.String(), []string{topic})
+	c, err := factory.NewConsumer(o.f, consumer.String(), consumer.String(), factory.ConsumeTopics(topic))
 	if err != nil {
 		return fail(err)
 	}

@@ -368,7 +368,7 @@ func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string)
 			offMu.Unlock()
 		}
 	})
-	f, err := factory.New(nil, factory.BootstrapServers(seeds...), factory.ClientID("readyourwrites-factory"),
+	f, err := factory.New(factory.BootstrapServers(seeds...), factory.ClientID("readyourwrites-factory"),
 		factory.WithObserver(observer), factory.KgoOpts(kgo.WithHooks(counter)))
 	if err != nil {
 		return nil, err
@@ -390,8 +390,8 @@ func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string)
 			return err
 		},
 		consume: func(ctx context.Context, topic string, want int, wait time.Duration, onErr func(error)) (int, error) {
-			cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{topic},
-				factory.AutoOffsetReset("earliest"))
+			cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics(topic),
+				factory.AutoOffsetReset(factory.ResetEarliest))
 			if err != nil {
 				return 0, err
 			}

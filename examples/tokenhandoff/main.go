@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer b.close()
 
 	// Service A.
-	fA, err := factory.New(nil, factory.BootstrapServers(lc.Addrs()...), factory.ClientID("service-a"))
+	fA, err := factory.New(factory.BootstrapServers(lc.Addrs()...), factory.ClientID("service-a"))
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ type serviceB struct {
 }
 
 func newServiceB(seeds []string) (*serviceB, error) {
-	f, err := factory.New(nil, factory.BootstrapServers(seeds...), factory.ClientID("service-b"))
+	f, err := factory.New(factory.BootstrapServers(seeds...), factory.ClientID("service-b"))
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +229,7 @@ func (b *serviceB) withToken(h func(http.ResponseWriter, *http.Request, *factory
 			http.Error(w, fmt.Sprintf("%s: %v", TokenHeader, err), http.StatusBadRequest)
 			return
 		}
-		sess, err := b.f.Session(r.Context(), tok)
+		sess, err := b.f.WithToken(r.Context(), tok)
 		switch {
 		case errors.Is(err, consistency.ErrClusterMismatch):
 			http.Error(w, fmt.Sprintf("%s: %v", TokenHeader, err), http.StatusConflict)
@@ -281,7 +281,7 @@ func (b *serviceB) describe(ctx context.Context, f *factory.Factory, t string) s
 // background. Made from the request's session, it waits for the caller's
 // token for as long as it runs.
 func (b *serviceB) subscribe(f *factory.Factory, t string) error {
-	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{t}, factory.AutoOffsetReset("earliest"))
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics(t), factory.AutoOffsetReset(factory.ResetEarliest))
 	if err != nil {
 		return err
 	}

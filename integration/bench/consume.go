@@ -124,7 +124,7 @@ func readTopic(ctx context.Context, v int, f *factory.Factory, addrs []string, t
 			fs.EachRecord(func(r *kgo.Record) { got += min(len(r.Value), 1) })
 		}
 	case rFactory, rFactoryPoll:
-		c, err := factory.NewConsumer(f, consumer.Bytes(), consumer.Bytes(), nil)
+		c, err := factory.NewConsumer(f, consumer.Bytes(), consumer.Bytes())
 		if err != nil {
 			return 0, err
 		}
@@ -152,7 +152,7 @@ func readTopic(ctx context.Context, v int, f *factory.Factory, addrs []string, t
 			}
 		}
 	case rFactoryJSON:
-		c, err := factory.NewConsumer(f, consumer.Bytes(), consumer.JSON[reading](), nil)
+		c, err := factory.NewConsumer(f, consumer.Bytes(), consumer.JSON[reading]())
 		if err != nil {
 			return 0, err
 		}
@@ -240,7 +240,7 @@ func runConsume(ctx context.Context, where string, addrs []string, topic string,
 	if _, err := store.Advance(token); err != nil {
 		return nil, err
 	}
-	f, err := factory.New(store, factory.BootstrapServers(addrs...))
+	f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(addrs...))
 	if err != nil {
 		return nil, err
 	}

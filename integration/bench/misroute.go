@@ -419,7 +419,7 @@ func startMisrouteClients(ctx context.Context, seed string, cfg misrouteConfig) 
 		}
 	}()
 	value := []byte("r")
-	f, err := factory.New(nil, append([]factory.Opt{factory.BootstrapServers(seed)}, misrouteTraceOpts()...)...)
+	f, err := factory.New(append([]factory.Opt{factory.BootstrapServers(seed)}, misrouteTraceOpts()...)...)
 	if err != nil {
 		return nil, err
 	}

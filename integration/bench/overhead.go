@@ -90,8 +90,8 @@ func newSenders(addrs []string, topic string, token consistency.Token, mode fact
 	if _, err := store.Advance(token); err != nil {
 		return s, err
 	}
-	f, err := factory.New(store, factory.BootstrapServers(addrs...), factory.Acks("all"), factory.Idempotence(true),
-		factory.Compression("none"), factory.KgoOpts(kgo.ProducerLinger(0)), factory.Consistency(mode))
+	f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(addrs...), factory.RequiredAcks(factory.AllISRAcks), factory.Idempotence(true),
+		factory.Compression(factory.CodecNone), factory.KgoOpts(kgo.ProducerLinger(0)), factory.Consistency(mode))
 	if err != nil {
 		return s, err
 	}

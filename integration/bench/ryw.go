@@ -59,7 +59,7 @@ type rywClients struct {
 }
 
 func factoryRYW(addrs []string) (*rywClients, error) {
-	f, err := factory.New(nil, factory.BootstrapServers(addrs...))
+	f, err := factory.New(factory.BootstrapServers(addrs...))
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func factoryRYW(addrs []string) (*rywClients, error) {
 		f.Close()
 		return nil, err
 	}
-	c, err := factory.NewConsumer(f, consumer.Bytes(), consumer.Bytes(), nil)
+	c, err := factory.NewConsumer(f, consumer.Bytes(), consumer.Bytes())
 	if err != nil {
 		adm.Close()
 		_ = p.Close(context.Background())

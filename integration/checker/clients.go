@@ -102,7 +102,7 @@ func newClients(mode Mode, addrs []string, admins, producers int, group string, 
 	}()
 	switch mode {
 	case ModeFactory:
-		f, err := factory.New(nil, factory.BootstrapServers(addrs...), factory.AutoOffsetReset("earliest"))
+		f, err := factory.New(factory.BootstrapServers(addrs...), factory.AutoOffsetReset(factory.ResetEarliest))
 		if err != nil {
 			return nil, err
 		}
@@ -130,7 +130,7 @@ func newClients(mode Mode, addrs []string, admins, producers int, group string, 
 			c.closers = append(c.closers, fp.close)
 			c.producers = append(c.producers, fp)
 		}
-		cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), topics,
+		cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics(topics...),
 			factory.GroupID(group), factory.KgoOpts(consumerKgoOpts()...))
 		if err != nil {
 			return nil, err

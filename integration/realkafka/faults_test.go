@@ -77,8 +77,8 @@ func TestFaults(t *testing.T) {
 	infra := kadm.NewClient(plainClient(t, c))
 
 	notes := &kgoNotes{}
-	f, err := factory.New(nil, factory.BootstrapServers(c.BootstrapAddrs()...), factory.ClientID("faults"),
-		factory.AutoOffsetReset("earliest"), factory.Logger(slog.New(notes)))
+	f, err := factory.New(factory.BootstrapServers(c.BootstrapAddrs()...), factory.ClientID("faults"),
+		factory.AutoOffsetReset(factory.ResetEarliest), factory.Logger(slog.New(notes)))
 	require.NoError(t, err)
 	defer f.Close()
 	adm, err := f.Admin()
@@ -195,7 +195,7 @@ func TestFaults(t *testing.T) {
 		ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
 		require.Equal(t, int64(n), total, "the log holds %d records, no duplicate", n)
 		// Read everything back (no group): every key exactly once.
-		cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{topic})
+		cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics(topic))
 		require.NoError(t, err)
 		defer cons.Close()
 		seen := make(map[string]int, n)
@@ -256,7 +256,7 @@ func newMember(t *testing.T, f *factory.Factory, name, topic, group string) *mem
 			}
 		}
 	}
-	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{topic}, factory.GroupID(group),
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics(topic), factory.GroupID(group),
 		factory.ClientID(name), factory.KgoOpts(
 			kgo.OnPartitionsAssigned(track(true, false)),
 			kgo.OnPartitionsRevoked(track(false, true)),

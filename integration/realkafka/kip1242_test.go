@@ -46,7 +46,7 @@ func testKIP1242(t *testing.T, a, b *kafkatest.Cluster, fwd *kafkatest.Forwarder
 	fwd.Observe(wl.observe)
 	defer fwd.Observe(nil)
 	ev := &events{}
-	f, err := factory.New(nil, factory.BootstrapServers(aAddr), factory.ClientID(clientID),
+	f, err := factory.New(factory.BootstrapServers(aAddr), factory.ClientID(clientID),
 		factory.ClusterCheck(check), factory.RetryBackoff(50*time.Millisecond), factory.WithObserver(ev))
 	require.NoError(t, err)
 	defer f.Close()

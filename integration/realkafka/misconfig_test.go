@@ -65,9 +65,9 @@ func testReauthGoodPath(t *testing.T, c *kafkatest.Cluster) {
 	const n = batches * perBatch
 	logs := &logTally{level: slog.LevelDebug}
 	ev := &events{}
-	f, err := factory.New(nil, factory.BootstrapServers(c.SecureAddrs()...), factory.TLS(c.TLSConfig()),
-		factory.SASL("SCRAM-SHA-512", alice.Name, alice.Password), factory.ClientID("misconfig-good"),
-		factory.AutoOffsetReset("earliest"), factory.Logger(slog.New(logs)), factory.WithObserver(ev))
+	f, err := factory.New(factory.BootstrapServers(c.SecureAddrs()...), factory.TLS(c.TLSConfig()),
+		factory.SASL(factory.ScramSHA512, alice.Name, alice.Password), factory.ClientID("misconfig-good"),
+		factory.AutoOffsetReset(factory.ResetEarliest), factory.Logger(slog.New(logs)), factory.WithObserver(ev))
 	require.NoError(t, err)
 	defer f.Close()
 	adm, err := f.Admin()
@@ -77,7 +77,7 @@ func testReauthGoodPath(t *testing.T, c *kafkatest.Cluster) {
 	require.NoError(t, err)
 	require.NoError(t, created.Err)
 
-	cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{topic})
+	cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics(topic))
 	require.NoError(t, err)
 	defer cons.Close()
 	seen := make(map[string]int, n)
@@ -124,8 +124,8 @@ func testReauthGoodPath(t *testing.T, c *kafkatest.Cluster) {
 	require.Zero(t, ev.kinds()[factory.EventAuthFailed])
 
 	// The other mechanisms the listener offers.
-	for _, mech := range []string{"PLAIN", "SCRAM-SHA-256"} {
-		f, err := factory.New(nil, factory.BootstrapServers(c.SecureAddrs()...), factory.TLS(c.TLSConfig()),
+	for _, mech := range []factory.Mechanism{factory.Plain, factory.ScramSHA256} {
+		f, err := factory.New(factory.BootstrapServers(c.SecureAddrs()...), factory.TLS(c.TLSConfig()),
 			factory.SASL(mech, alice.Name, alice.Password))
 		require.NoError(t, err)
 		adm, err := f.Admin()
@@ -240,8 +240,8 @@ func refuseFactory(mc misconfig, listener string) (refusal, uint64, error) {
 	}
 	defer fwd.Close()
 	logs := &logTally{level: slog.LevelInfo}
-	f, err := factory.New(nil, factory.BootstrapServers(clientAddr(mc.host, fwd)), factory.TLS(mc.tls),
-		factory.SASL("SCRAM-SHA-512", alice.Name, mc.password), factory.ClientID("misconfig-"+mc.name),
+	f, err := factory.New(factory.BootstrapServers(clientAddr(mc.host, fwd)), factory.TLS(mc.tls),
+		factory.SASL(factory.ScramSHA512, alice.Name, mc.password), factory.ClientID("misconfig-"+mc.name),
 		factory.Logger(slog.New(logs)))
 	if err != nil {
 		return r, 0, err
@@ -281,7 +281,7 @@ func refuseFactory(mc misconfig, listener string) (refusal, uint64, error) {
 	// cause as well.
 	cctx, ccancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer ccancel()
-	cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{"misconfig"})
+	cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics("misconfig"))
 	if err != nil {
 		return r, 0, err
 	}

@@ -118,8 +118,8 @@ func TestReadYourWritesOnKafka44(t *testing.T) {
 	ids := c.NodeIDs()
 
 	var offs []factory.Event
-	f, err := factory.New(nil, factory.BootstrapServers(c.BootstrapAddrs()...), factory.ClientID("ryw"),
-		factory.AutoOffsetReset("earliest"),
+	f, err := factory.New(factory.BootstrapServers(c.BootstrapAddrs()...), factory.ClientID("ryw"),
+		factory.AutoOffsetReset(factory.ResetEarliest),
 		factory.WithObserver(factory.ObserverFunc(func(ev factory.Event) {
 			if ev.Kind == factory.EventConsistencyOff {
 				offs = append(offs, ev)
@@ -254,7 +254,7 @@ func TestReadYourWritesOnKafka44(t *testing.T) {
 			cancel()
 			require.NoError(t, err)
 			produced := time.Since(start)
-			cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{topic})
+			cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics(topic))
 			require.NoError(t, err)
 			pctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 			var got []string

@@ -81,8 +81,8 @@ func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwar
 	fwd.Observe(wl.observe)
 	defer fwd.Observe(nil)
 	ev := &events{}
-	f, err := factory.New(store, factory.BootstrapServers(fwd.Addr()), factory.ClientID(clientID),
-		factory.AutoOffsetReset("earliest"), factory.WithObserver(ev),
+	f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(fwd.Addr()), factory.ClientID(clientID),
+		factory.AutoOffsetReset(factory.ResetEarliest), factory.WithObserver(ev),
 		// What is under test is header stamping itself against a broker
 		// that ignores it; emulated tokens have their own tests
 		// (ryw_test.go).
@@ -121,7 +121,7 @@ func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwar
 	require.NoError(t, p.Close(ctx))
 
 	// Consume them all in a group, each key exactly once.
-	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), []string{topic}, factory.GroupID(group))
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics(topic), factory.GroupID(group))
 	require.NoError(t, err)
 	defer c.Close()
 	seen := make(map[string]int, n)

@@ -30,7 +30,7 @@
 // client's counters into Stats.
 //
 // A child session ([Session.Child], for factory.Factory.Session) has a store
-// of its own over its parent's (consistency.NewSession) and counters of its
+// of its own over its parent's (consistency.NewHandedStore) and counters of its
 // own, and shares the parent's watcher, emulator, oracle and healer. Its
 // Close stops only its own constructors; the parent's Close stops what they
 // share.

@@ -118,7 +118,7 @@ func New(cfg Config) (*Session, error) {
 }
 
 // Child returns a session whose store is tok over s's store
-// (consistency.NewSession), sharing s's watcher, emulator, oracle and
+// (consistency.NewHandedStore), sharing s's watcher, emulator, oracle and
 // healer; see the package doc.
 func (s *Session) Child(tok consistency.Token) (*Session, error) {
 	s.life.RLock()
@@ -128,7 +128,7 @@ func (s *Session) Child(tok consistency.Token) (*Session, error) {
 	}
 	c := &Session{
 		cfg:     s.cfg,
-		store:   consistency.NewSession(s.store, tok),
+		store:   consistency.NewHandedStore(s.store, tok),
 		watcher: s.watcher,
 		emu:     s.emu,
 		oracle:  s.oracle,

@@ -6,11 +6,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSessionConfinesHandedToken(t *testing.T) {
+func TestHandedStoreConfinesHandedToken(t *testing.T) {
 	shared := NewMemoryStore()
 	_, err := shared.Advance(MustOf("c", 10))
 	require.NoError(t, err)
-	s := NewSession(shared, MustOf("c", 40))
+	s := NewHandedStore(shared, MustOf("c", 40))
 	require.Equal(t, MustOf("c", 40), s.Load(), "the session waits for what its sender saw")
 	require.Equal(t, MustOf("c", 10), shared.Load(), "the handed token does not raise the shared store")
 
@@ -23,32 +23,32 @@ func TestSessionConfinesHandedToken(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, MustOf("c", 55), s.Load(), "the shared store overtook the handed token")
 
-	foreign := NewSession(shared, MustOf("other", 99))
+	foreign := NewHandedStore(shared, MustOf("other", 99))
 	require.Equal(t, MustOf("c", 55), foreign.Load(), "a token of another cluster is ignored")
-	fresh := NewSession(NewMemoryStore(), MustOf("c", 7))
+	fresh := NewHandedStore(NewMemoryStore(), MustOf("c", 7))
 	require.Equal(t, MustOf("c", 7), fresh.Load())
-	require.True(t, NewSession(NewMemoryStore(), Unknown()).Load().IsUnknown())
+	require.True(t, NewHandedStore(NewMemoryStore(), Unknown()).Load().IsUnknown())
 }
 
-func TestSessionCompareAndSwapDropsImpossibleToken(t *testing.T) {
+func TestHandedStoreCompareAndSwapDropsImpossibleToken(t *testing.T) {
 	shared := NewMemoryStore()
 	_, err := shared.Advance(MustOf("c", 10))
 	require.NoError(t, err)
-	s := NewSession(shared, MustOf("c", 9_000_000_000))
+	s := NewHandedStore(shared, MustOf("c", 9_000_000_000))
 	require.False(t, s.CompareAndSwap(MustOf("c", 10), MustOf("c", 12)), "the session reads as the handed token")
 	require.True(t, s.CompareAndSwap(MustOf("c", 9_000_000_000), MustOf("c", 12)))
 	require.True(t, s.Handed().IsUnknown())
 	require.Equal(t, MustOf("c", 12), s.Load())
 	require.Equal(t, MustOf("c", 12), shared.Load(), "the committed offset is true for everyone")
 
-	s = NewSession(shared, MustOf("c", 500))
+	s = NewHandedStore(shared, MustOf("c", 500))
 	require.True(t, s.CompareAndSwap(MustOf("c", 500), MustOf("c", 11)))
 	require.Equal(t, MustOf("c", 12), shared.Load(), "the shared store is never lowered for a handed token")
 
 	poisoned := NewMemoryStore()
 	_, err = poisoned.Advance(MustOf("c", 9_000_000_000))
 	require.NoError(t, err)
-	s = NewSession(poisoned, Unknown())
+	s = NewHandedStore(poisoned, Unknown())
 	require.True(t, s.CompareAndSwap(MustOf("c", 9_000_000_000), MustOf("c", 12)))
 	require.Equal(t, MustOf("c", 12), poisoned.Load(), "a poisoned shared store heals through a session too")
 

@@ -2,7 +2,7 @@ package consistency
 
 import "sync/atomic"
 
-// Session is a [Store] for one unit of work that came with a token of its
+// HandedStore is a [Store] for one unit of work that came with a token of its
 // own: a request from another service, a job, one call. It reads as the
 // later of a shared store and the handed token, so the work waits for
 // what its sender wrote; but everything it learns from brokers goes to
@@ -14,26 +14,26 @@ import "sync/atomic"
 // advances only from server replies. A bad token then harms one unit of
 // work, not the process; and a session that finds its token impossible
 // (see CompareAndSwap) drops it.
-type Session struct {
+type HandedStore struct {
 	shared Store
 	handed atomic.Pointer[Token]
 }
 
-var _ Store = (*Session)(nil)
+var _ Store = (*HandedStore)(nil)
 
-// NewSession returns a Session over shared holding handed. An Unknown
-// handed token makes the session read exactly as shared.
-func NewSession(shared Store, handed Token) *Session {
-	s := &Session{shared: shared}
+// NewHandedStore returns a HandedStore over shared holding handed. An Unknown
+// handed token makes the store read exactly as shared.
+func NewHandedStore(shared Store, handed Token) *HandedStore {
+	s := &HandedStore{shared: shared}
 	if !handed.IsUnknown() {
 		s.handed.Store(&handed)
 	}
 	return s
 }
 
-// Handed returns the token the session still holds from outside, or
+// Handed returns the token the store still holds from outside, or
 // Unknown once it was dropped or overtaken.
-func (s *Session) Handed() Token {
+func (s *HandedStore) Handed() Token {
 	if p := s.handed.Load(); p != nil {
 		return *p
 	}
@@ -43,7 +43,7 @@ func (s *Session) Handed() Token {
 // Load returns the later of the shared token and the handed token. A
 // handed token of another cluster than the shared store's is ignored: the
 // shared store follows the cluster the clients talk to.
-func (s *Session) Load() Token {
+func (s *HandedStore) Load() Token {
 	cur := s.shared.Load()
 	p := s.handed.Load()
 	if p == nil {
@@ -61,7 +61,7 @@ func (s *Session) Load() Token {
 
 // Advance advances the shared store: what brokers answer is true for
 // everyone.
-func (s *Session) Advance(c Token) (Token, error) {
+func (s *HandedStore) Advance(c Token) (Token, error) {
 	if _, err := s.shared.Advance(c); err != nil {
 		return s.Load(), err
 	}
@@ -69,15 +69,15 @@ func (s *Session) Advance(c Token) (Token, error) {
 }
 
 // Reset drops the handed token and resets the shared store.
-func (s *Session) Reset() {
+func (s *HandedStore) Reset() {
 	s.handed.Store(nil)
 	s.shared.Reset()
 }
 
-// CompareAndSwap sets the session to next if it reads as old. The handed
+// CompareAndSwap sets the store to next if it reads as old. The handed
 // token is dropped, and the shared store is swapped from what it held to
 // next when it is not later than next already.
-func (s *Session) CompareAndSwap(old, next Token) bool {
+func (s *HandedStore) CompareAndSwap(old, next Token) bool {
 	p := s.handed.Load()
 	cur := s.shared.Load()
 	read := cur
