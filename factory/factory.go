@@ -43,9 +43,7 @@ type Factory struct {
 // WithStore, or a new in-process [consistency.MemoryStore].
 func New(opts ...Opt) (*Factory, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
-		o.apply(&cfg)
-	}
+	applyAll(&cfg, asOpts(opts))
 	if _, err := cfg.build(); err != nil {
 		return nil, err
 	}
@@ -221,10 +219,19 @@ func (f *Factory) clientConfig(role Role, opts []Opt) (config, error) {
 	if slices.ContainsFunc(opts, isSecurity) {
 		cfg.security = securityConfig{}
 	}
-	for _, o := range opts {
-		o.apply(&cfg)
-	}
+	applyAll(&cfg, opts)
 	return cfg, nil
+}
+
+// applyAll applies opts to cfg; a nil option is an error, not a panic.
+func applyAll(cfg *config, opts []Opt) {
+	for i, o := range opts {
+		if o == nil {
+			cfg.fail("option %d of %d is nil", i+1, len(opts))
+			continue
+		}
+		o.apply(cfg)
+	}
 }
 
 // asOpts returns role options as plain options.

@@ -177,6 +177,7 @@ func TestValidate(t *testing.T) {
 		"bad reset":             {[]Opt{BootstrapServers("a:1"), AutoOffsetReset(OffsetReset(9))}, "auto.offset.reset"},
 		"bad isolation":         {[]Opt{BootstrapServers("a:1"), IsolationLevel(Isolation(9))}, "isolation.level"},
 		"nil store":             {[]Opt{BootstrapServers("a:1"), WithStore(nil)}, "WithStore"},
+		"nil option":            {[]Opt{BootstrapServers("a:1"), nil}, "option 2 of 2 is nil"},
 		"negative linger":       {[]Opt{BootstrapServers("a:1"), Linger(-time.Second)}, "linger.ms"},
 		"bad code":              {[]Opt{BootstrapServers("a:1"), InconsistentMetadataCode(-3)}, "InconsistentMetadataCode"},
 	} {

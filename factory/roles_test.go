@@ -68,6 +68,13 @@ func TestOptionsForAnotherRole(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "", adm.Kgo().OptValue(kgo.ConsumerGroup))
 	adm.Close()
+
+	// A nil option is an error that says which, never a panic.
+	_, err = NewProducer(f, producer.String(), producer.String(), Linger(0), nil)
+	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorContains(t, err, "option 2 of 2 is nil")
+	_, err = f.Admin(nil)
+	require.ErrorContains(t, err, "option 1 of 1 is nil")
 }
 
 // TestClientSecurityReplacesBase: security options given to a client
