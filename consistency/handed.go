@@ -95,9 +95,14 @@ func (s *HandedStore) CompareAndSwap(old, next Token) bool {
 	if cur == next {
 		return true
 	}
-	if l, err := cur.Later(next); err == nil && l == cur && !cur.IsUnknown() && read != cur {
-		// Only the handed token was above next: dropping it is the swap.
-		return true
+	if !next.IsUnknown() && !cur.IsUnknown() && read != cur {
+		if l, err := cur.Later(next); err == nil && l == cur {
+			// Only the handed token was above next: dropping it is
+			// the swap. (An Unknown next is a reset, which must reach
+			// the shared store: a client that moves to another
+			// cluster swaps to Unknown first.)
+			return true
+		}
 	}
 	return s.shared.CompareAndSwap(cur, next)
 }

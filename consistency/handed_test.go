@@ -55,3 +55,19 @@ func TestHandedStoreCompareAndSwapDropsImpossibleToken(t *testing.T) {
 	s.Reset()
 	require.True(t, poisoned.Load().IsUnknown())
 }
+
+// TestHandedStoreSwapToUnknown: swapping what a HandedStore reads to
+// Unknown (a client moving to another cluster) resets the shared store
+// too; it once reported true and left the shared store as it was, so the
+// client's next swap failed as a mismatch.
+func TestHandedStoreSwapToUnknown(t *testing.T) {
+	shared := NewMemoryStore()
+	_, err := shared.Advance(MustOf("a", 10))
+	require.NoError(t, err)
+	s := NewHandedStore(shared, MustOf("a", 500))
+	require.True(t, s.CompareAndSwap(MustOf("a", 500), Unknown()))
+	require.True(t, s.Load().IsUnknown())
+	require.True(t, shared.Load().IsUnknown())
+	require.True(t, s.CompareAndSwap(Unknown(), MustOf("b", 3)), "the move to the new cluster")
+	require.Equal(t, MustOf("b", 3), shared.Load())
+}
