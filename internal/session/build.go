@@ -101,7 +101,7 @@ func (s *Session) userClient(b Build) (*kgo.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.learnOnce.Do(s.watcher.Watch)
+	s.root().learnOnce.Do(s.watcher.Watch)
 	return cl, nil
 }
 

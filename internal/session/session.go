@@ -68,7 +68,7 @@ type Session struct {
 	// INCONSISTENT_METADATA (bridge.ProducerFollow.InconsistentOn).
 	produceMarks wire.ProduceMarks
 	// learnOnce starts the watcher learning the cluster id when the first
-	// client is made.
+	// client of the session or of a child is made (see root).
 	learnOnce sync.Once
 
 	// life is held shared while a client is made and exclusively by
@@ -135,8 +135,17 @@ func (s *Session) Child(tok consistency.Token) (*Session, error) {
 		healer:  s.healer,
 		parent:  s,
 	}
-	c.learnOnce.Do(func() {}) // the parent's watcher already runs
 	return c, nil
+}
+
+// root is the session that owns the watcher: s, or the session a child
+// was made from. A child's first client starts the watcher as the
+// parent's would, since the parent may have made none yet.
+func (s *Session) root() *Session {
+	if s.parent != nil {
+		return s.parent
+	}
+	return s
 }
 
 // Close stops the session's constructors and, unless it is a child, the
