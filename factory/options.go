@@ -398,8 +398,11 @@ func SASL(mechanism, username, password string) Opt {
 // Logger sends the SDK's and franz-go's logs to l. Default: no logs.
 func Logger(l *slog.Logger) Opt { return opt(func(c *config) { c.logger = l }) }
 
-// WithObserver reports consistency events (tokens advanced, stale metadata
-// retried, misroutes, rebootstraps, store resets) to o.
+// WithObserver reports every consistency event to o, as an [Event] of one
+// of these kinds: [EventTokenAdvanced], [EventInconsistentMetadata],
+// [EventMisroute], [EventRebootstrap], [EventClusterChanged],
+// [EventStoreReset], [EventTokenHealed], [EventConsistencyOff] and
+// [EventAuthFailed]. See [Observer] for where OnEvent runs.
 func WithObserver(o Observer) Opt {
 	return opt(func(c *config) {
 		c.observer = o
