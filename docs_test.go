@@ -5,20 +5,39 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// factoryFiles parses the factory package's non-test source files.
+func factoryFiles(t *testing.T) []*ast.File {
+	t.Helper()
+	names, err := filepath.Glob("factory/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	fset := token.NewFileSet()
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files
+}
 
 // eventKinds returns the names of the factory.EventKind constants, read
 // from the factory package's source.
 func eventKinds(t *testing.T) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "factory/events.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var kinds []string
-	for _, d := range f.Decls {
+	for _, d := range allDecls(factoryFiles(t)) {
 		gd, ok := d.(*ast.GenDecl)
 		if !ok || gd.Tok != token.CONST {
 			continue
@@ -37,7 +56,7 @@ func eventKinds(t *testing.T) []string {
 		}
 	}
 	if len(kinds) < 9 {
-		t.Fatalf("found %d EventKind constants in factory/events.go: %v", len(kinds), kinds)
+		t.Fatalf("found %d EventKind constants in factory: %v", len(kinds), kinds)
 	}
 	return kinds
 }
@@ -59,22 +78,26 @@ func TestReadmeListsEveryEvent(t *testing.T) {
 // TestWithObserverListsEveryEvent: factory.WithObserver's doc names every
 // EventKind as a doc link.
 func TestWithObserverListsEveryEvent(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "factory/options.go", nil, parser.ParseComments)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc string
-	for _, d := range f.Decls {
+	for _, d := range allDecls(factoryFiles(t)) {
 		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == "WithObserver" {
 			doc = fd.Doc.Text()
 		}
 	}
 	if doc == "" {
-		t.Fatal("no doc comment on WithObserver in factory/options.go")
+		t.Fatal("no doc comment on WithObserver in factory")
 	}
 	for _, k := range eventKinds(t) {
 		if !strings.Contains(doc, "["+k+"]") {
 			t.Errorf("WithObserver's doc does not name [%s]", k)
 		}
 	}
+}
+
+func allDecls(files []*ast.File) []ast.Decl {
+	var decls []ast.Decl
+	for _, f := range files {
+		decls = append(decls, f.Decls...)
+	}
+	return decls
 }
