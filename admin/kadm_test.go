@@ -1,9 +1,12 @@
 package admin
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -12,6 +15,30 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
+
+// TestKadmGenerated runs the generator (as go generate does) and fails
+// when kadm.go is not what it makes: after a kadm upgrade or a hand edit.
+func TestKadmGenerated(t *testing.T) {
+	cmd := exec.Command("go", "run", "./internal/gen", "-o", "-")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	want, err := cmd.Output()
+	require.NoError(t, err, "go run ./internal/gen: %s", stderr.String())
+	have, err := os.ReadFile("kadm.go")
+	require.NoError(t, err)
+	if !bytes.Equal(have, want) {
+		t.Errorf("kadm.go is not what admin/internal/gen makes: run go generate ./admin\n(first difference at byte %d)", firstDiff(have, want))
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
 
 // TestEveryKadmMethod: every method of kadm.Client is on Client with the
 // same signature, so users lose nothing by not having a *kadm.Client, and a
@@ -23,7 +50,7 @@ func TestEveryKadmMethod(t *testing.T) {
 		km := kt.Method(i)
 		cm, ok := ct.MethodByName(km.Name)
 		if !ok {
-			t.Errorf("kadm.Client.%s is not delegated by admin.Client (add it to kadm.go, passing fresh(ctx))", km.Name)
+			t.Errorf("kadm.Client.%s is not delegated by admin.Client (run go generate ./admin)", km.Name)
 			continue
 		}
 		if !sameSignature(km.Type, cm.Type) {

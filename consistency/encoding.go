@@ -30,7 +30,8 @@ func ParseToken(token string) (Token, error) {
 	return c, err
 }
 
-// Encode returns the text token of c; see [Encode.MarshalText].
+// Encode returns the text token of c, as a string: the text of
+// [Token.MarshalText].
 func (c Token) Encode() string {
 	b, _ := c.MarshalText()
 	return string(b)

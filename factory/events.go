@@ -74,7 +74,8 @@ func (k EventKind) String() string {
 // zero.
 type Event struct {
 	Kind EventKind
-	// Token is the new context of EventTokenAdvanced.
+	// Token is the store's new token: of EventTokenAdvanced and
+	// EventTokenHealed.
 	Token consistency.Token
 	// Addr is the broker address of misroute and inconsistent-metadata
 	// events.

@@ -337,11 +337,11 @@ func SASL(mechanism Mechanism, username, password string) ClientOpt {
 // Logger sends the SDK's and franz-go's logs to l. Default: no logs.
 func Logger(l *slog.Logger) ClientOpt { return client(func(c *config) { c.logger = l }) }
 
-// WithObserver reports consistency events to o: every EventKind
-// (EventTokenAdvanced, EventInconsistentMetadata, EventMisroute,
-// EventRebootstrap, EventStoreReset, EventClusterChanged,
-// EventConsistencyOff, EventTokenHealed, EventAuthFailed; see EventKind
-// for what each means and which fields it fills).
+// WithObserver reports every consistency event to o, as an [Event] of one
+// of these kinds: [EventTokenAdvanced], [EventInconsistentMetadata],
+// [EventMisroute], [EventRebootstrap], [EventClusterChanged],
+// [EventStoreReset], [EventTokenHealed], [EventConsistencyOff] and
+// [EventAuthFailed]. See [Observer] for where OnEvent runs.
 func WithObserver(o Observer) ClientOpt {
 	return client(func(c *config) {
 		c.observer = o

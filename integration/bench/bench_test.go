@@ -20,10 +20,11 @@ import (
 	"github.com/kconsist/kconsist/integration/kafkatest"
 )
 
-// TestQuick runs the command in -quick mode into a temporary report, so it
-// cannot rot: every table has its rows, numbers parse and are sane (not the
-// targets, which small runs cannot judge), the charts exist, and text
-// outside the generated markers survives.
+// TestQuick runs the command in -quick mode, each step in a child process
+// as the command does, into a temporary report, so it cannot rot: every
+// table has its rows, numbers parse and are sane (not the targets, which
+// small runs cannot judge), the charts exist, and text outside the
+// generated markers survives.
 func TestQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the benchmarks for about 20s")
@@ -35,7 +36,7 @@ func TestQuick(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
-	require.NoError(t, run(ctx, options{Quick: true, Local: true, Out: out, Charts: dir, Command: "go run ./integration/bench -quick", Logf: t.Logf}))
+	require.NoError(t, run(ctx, options{Quick: true, Local: true, Isolate: true, Out: out, Charts: dir, Command: "go run ./integration/bench -quick", Logf: t.Logf}))
 	require.Less(t, time.Since(start), time.Minute, "-quick must stay under a minute")
 
 	b, err := os.ReadFile(out)

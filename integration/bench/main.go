@@ -11,18 +11,29 @@
 //	go run ./integration/bench -consume-only [-realkafka]   # only the consumer comparison
 //	go run ./integration/bench -misroute-only [-realkafka]  # only misroute recovery, with the Java producer
 //
-// Everything runs on loopback, in-process (the local cluster, kfake) or as
-// child JVMs (real Kafka) that are stopped before the command exits.
+// Each step (a section of the report) runs in a child process of its own:
+// the command runs itself again with -step, so a step's figures do not
+// depend on what ran before it (kfake keeps the log of a cluster that was
+// read from after Close, and a later step would run beside that heap);
+// the parent puts the steps' sections into the report. -isolate=false runs
+// every step in the command's own process instead. Everything runs on
+// loopback, in the step's process (the local cluster, kfake) or as child
+// JVMs (real Kafka) that are stopped before the step exits.
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +66,17 @@ type options struct {
 	// RealKafkaRYW runs read-your-writes and the overhead with emulated
 	// tokens on 3 real Kafka nodes (section realkafka-ryw).
 	RealKafkaRYW bool
+
+	// Isolate runs each step in a child process of its own (see the
+	// package doc). main sets it from -isolate; a test that calls run
+	// directly runs the steps in its own process unless it sets it.
+	Isolate bool
+	// Step, in a child, is the one step to run (its section's name), and
+	// StepOut the file the step's section goes to.
+	Step, StepOut string
+	// spawn runs one step in a child process and returns its section
+	// (spawnStep; tests replace it).
+	spawn func(ctx context.Context, o options, st step, limit time.Duration) (string, error)
 }
 
 // overheadSegmentBytes is kfake's segment size in the overhead cluster. kfake
@@ -111,25 +133,39 @@ func planFor(quick bool, scale int) plan {
 	return p
 }
 
+// bindFlags defines the command's flags on fs, writing into o.
+func bindFlags(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.Quick, "quick", false, "small repetition counts (under a minute); numbers are not for publishing")
+	fs.BoolVar(&o.Local, "local", true, "run the local-cluster benchmarks (consumer, overhead, read-your-writes, misroute)")
+	fs.BoolVar(&o.RealKafka, "realkafka", false, "also measure the overhead on 3 real Apache Kafka 4.4 nodes (java + mvn; several minutes)")
+	fs.BoolVar(&o.RealKafkaRYW, "realkafka-ryw", false, "on 3 real Apache Kafka 4.4 nodes: read-your-writes latency and the overhead with emulated tokens (java + mvn; several minutes)")
+	fs.BoolVar(&o.ConsumeOnly, "consume-only", false, "run only the consumer comparison (local; with -realkafka also on real Kafka)")
+	fs.BoolVar(&o.MisrouteOnly, "misroute-only", false, "run only misroute recovery against plain kgo and the Java 4.4 producer (local; with -realkafka also on real Kafka; needs java, mvn)")
+	fs.IntVar(&o.Scale, "scale", 1, "multiply the overhead rounds and blocks by this (1 to 20): narrower intervals, a run about that many times longer")
+	fs.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to update (generated sections only)")
+	fs.StringVar(&o.Charts, "charts", "docs/bench", "directory for the PNG charts")
+	fs.BoolVar(&o.Isolate, "isolate", true, "run each step in a child process of its own; false runs them all in this process, one after another")
+	fs.StringVar(&o.Step, "step", "", "internal, set by the command for its child processes: run only this step (a section name)")
+	fs.StringVar(&o.StepOut, "step-out", "", "internal: with -step, the file the step's section is written to")
+	fs.StringVar(&o.Command, "step-command", "", "internal: with -step, the command as typed, for the report")
+}
+
 func main() {
 	var o options
-	flag.BoolVar(&o.Quick, "quick", false, "small repetition counts (under a minute); numbers are not for publishing")
-	flag.BoolVar(&o.Local, "local", true, "run the local-cluster benchmarks (consumer, overhead, read-your-writes, misroute)")
-	flag.BoolVar(&o.RealKafka, "realkafka", false, "also measure the overhead on 3 real Apache Kafka 4.4 nodes (java + mvn; several minutes)")
-	flag.BoolVar(&o.RealKafkaRYW, "realkafka-ryw", false, "on 3 real Apache Kafka 4.4 nodes: read-your-writes latency and the overhead with emulated tokens (java + mvn; several minutes)")
-	flag.BoolVar(&o.ConsumeOnly, "consume-only", false, "run only the consumer comparison (local; with -realkafka also on real Kafka)")
-	flag.BoolVar(&o.MisrouteOnly, "misroute-only", false, "run only misroute recovery against plain kgo and the Java 4.4 producer (local; with -realkafka also on real Kafka; needs java, mvn)")
-	flag.IntVar(&o.Scale, "scale", 1, "multiply the overhead rounds and blocks by this (1 to 20): narrower intervals, a run about that many times longer")
-	flag.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to update (generated sections only)")
-	flag.StringVar(&o.Charts, "charts", "docs/bench", "directory for the PNG charts")
+	bindFlags(flag.CommandLine, &o)
 	flag.Parse()
 	if o.Scale < 1 || o.Scale > 20 {
 		fmt.Fprintf(os.Stderr, "bench: -scale %d: want 1 to 20\n", o.Scale)
 		os.Exit(2)
 	}
-	o.Command = "go run ./integration/bench"
-	if len(os.Args) > 1 {
-		o.Command += " " + strings.Join(os.Args[1:], " ")
+	if o.Step == "" {
+		o.Command = "go run ./integration/bench"
+		if len(os.Args) > 1 {
+			o.Command += " " + strings.Join(os.Args[1:], " ")
+		}
+	} else {
+		// The parent adds the time when it logs the child's lines.
+		log.SetFlags(0)
 	}
 	o.Logf = log.Printf
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -139,58 +175,167 @@ func main() {
 	}
 }
 
-// run measures what o asks for and writes the report and charts.
+// A step measures one thing and returns its section of the report.
+type step struct {
+	name     string // the report section it writes; -step selects it
+	minutes  int    // the step's time limit: minutes + perScale × scale
+	perScale int
+	run      func(context.Context, options, plan, machine) (string, error)
+}
+
+func (st step) limit(scale int) time.Duration {
+	return time.Duration(st.minutes+st.perScale*max(scale, 1)) * time.Minute
+}
+
+// stepsOf returns the steps o asks for, in the order they run.
+func stepsOf(o options) []step {
+	all := []struct {
+		on bool
+		step
+	}{
+		{o.MisrouteOnly && o.Local, step{misrouteSection, 30, 0, misrouteJavaStep(false)}},
+		{o.MisrouteOnly && o.RealKafka, step{kmisrouteSection, 30, 0, misrouteJavaStep(true)}},
+		// The local producer overhead first, as when its target was set.
+		{!o.MisrouteOnly && o.Local && !o.ConsumeOnly, step{localSection, 10, 5, runLocal}},
+		{!o.MisrouteOnly && o.Local, step{consumeSection, 5, 2, runLocalConsume}},
+		{!o.MisrouteOnly && o.RealKafka, step{kconsumeSection, 10, 2, runRealConsume}},
+		{!o.MisrouteOnly && o.RealKafka && !o.ConsumeOnly, step{kafkaSection, 10, 10, runReal}},
+		{!o.MisrouteOnly && o.RealKafkaRYW && !o.ConsumeOnly, step{rywKafkaSection, 10, 10, runRealRYW}},
+	}
+	var steps []step
+	for _, s := range all {
+		if s.on {
+			steps = append(steps, s.step)
+		}
+	}
+	return steps
+}
+
+// run measures what o asks for and writes the report and charts; in a
+// child (o.Step set) it runs that one step and writes its section to
+// o.StepOut.
 func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(o.Charts, 0o755); err != nil {
 		return err
 	}
-	p := planFor(o.Quick, max(o.Scale, 1))
-	m := thisMachine()
+	steps := stepsOf(o)
+	if o.Step != "" {
+		return runChild(ctx, o, steps)
+	}
+	if len(steps) == 0 {
+		if o.MisrouteOnly {
+			return errors.New("nothing to run: -local=false and no -realkafka")
+		}
+		return errors.New("nothing to run: -local=false and no -realkafka or -realkafka-ryw")
+	}
+	spawn := o.spawn
+	if spawn == nil {
+		spawn = spawnStep
+	}
 	sections := map[string]string{}
-	if o.MisrouteOnly {
-		if err := runMisrouteOnly(ctx, o, p, m, sections); err != nil {
-			return err
-		}
-		return writeSections(o.Out, sections)
-	}
-	// The local producer overhead step runs first, in a fresh process, as
-	// it did when its target was set. After the consumer steps it measured
-	// the factory about 1% lower than alone (0.971 against 0.984 for
-	// 0bd3567); kfake keeps the log of a cluster that was read from after
-	// Close (about 2.5 MiB per 200,000 records of 100 bytes read), so a
-	// later step runs beside the earlier steps' heap.
-	steps := []struct {
-		on       bool
-		section  string
-		minutes  int // the step's time limit: minutes + perScale × scale
-		perScale int
-		run      func(context.Context, options, plan, machine) (string, error)
-	}{
-		{o.Local && !o.ConsumeOnly, localSection, 10, 5, runLocal},
-		{o.Local, consumeSection, 5, 2, runLocalConsume},
-		{o.RealKafka, kconsumeSection, 10, 2, runRealConsume},
-		{o.RealKafka && !o.ConsumeOnly, kafkaSection, 10, 10, runReal},
-		{o.RealKafkaRYW && !o.ConsumeOnly, rywKafkaSection, 10, 10, runRealRYW},
-	}
 	for _, st := range steps {
-		if !st.on {
-			continue
+		var body string
+		var err error
+		if o.Isolate {
+			body, err = spawn(ctx, o, st, st.limit(o.Scale))
+		} else {
+			body, err = runStep(ctx, o, st)
 		}
-		limit := time.Duration(st.minutes+st.perScale*max(o.Scale, 1)) * time.Minute
-		body, err := func() (string, error) {
-			ctx, cancel := context.WithTimeout(ctx, limit)
-			defer cancel()
-			return st.run(ctx, o, p, m)
-		}()
 		if err != nil {
 			return err
 		}
-		sections[st.section] = body
-	}
-	if len(sections) == 0 {
-		return fmt.Errorf("nothing to run: -local=false and no -realkafka or -realkafka-ryw")
+		sections[st.name] = body
 	}
 	return writeSections(o.Out, sections)
+}
+
+// runStep runs st in this process within its time limit.
+func runStep(ctx context.Context, o options, st step) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, st.limit(o.Scale))
+	defer cancel()
+	return st.run(ctx, o, planFor(o.Quick, max(o.Scale, 1)), thisMachine())
+}
+
+// runChild runs the step o.Step, which must be one of steps (the steps
+// the other flags ask for), and writes its section to o.StepOut.
+func runChild(ctx context.Context, o options, steps []step) error {
+	if o.StepOut == "" {
+		return errors.New("-step needs -step-out")
+	}
+	var names []string
+	for _, st := range steps {
+		names = append(names, st.name)
+		if st.name != o.Step {
+			continue
+		}
+		o.Logf("step %s: running in process %d", st.name, os.Getpid())
+		body, err := runStep(ctx, o, st)
+		if err != nil {
+			return fmt.Errorf("step %s: %w", st.name, err)
+		}
+		return os.WriteFile(o.StepOut, []byte(body), 0o644)
+	}
+	return fmt.Errorf("-step %q: not a step of this run (its steps: %s)", o.Step, strings.Join(names, ", "))
+}
+
+// childArgs returns the arguments that make the command run step name of
+// o alone, writing its section to out.
+func childArgs(o options, name, out string) []string {
+	b := strconv.FormatBool
+	return []string{
+		"-step=" + name, "-step-out=" + out, "-step-command=" + o.Command,
+		"-quick=" + b(o.Quick), "-scale=" + strconv.Itoa(max(o.Scale, 1)), "-local=" + b(o.Local),
+		"-realkafka=" + b(o.RealKafka), "-realkafka-ryw=" + b(o.RealKafkaRYW),
+		"-consume-only=" + b(o.ConsumeOnly), "-misroute-only=" + b(o.MisrouteOnly),
+		"-out=" + o.Out, "-charts=" + o.Charts,
+	}
+}
+
+// spawnStep runs st in a child process, this executable run again with
+// childArgs, and returns the section it wrote. The child's output goes to
+// o.Logf line by line. The child ends the step at its limit itself; a
+// child still running 2 minutes later, or when ctx ends, is interrupted
+// (it stops its JVMs on SIGINT) and killed a minute after that.
+func spawnStep(ctx context.Context, o options, st step, limit time.Duration) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("step %s: %w", st.name, err)
+	}
+	dir, err := os.MkdirTemp("", "kconsist-bench-step-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, st.name+".md")
+
+	ctx, cancel := context.WithTimeout(ctx, limit+2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, childArgs(o, st.name, out)...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = time.Minute
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			o.Logf("%s", sc.Text())
+		}
+		_, _ = io.Copy(io.Discard, pr) // after a line too long: keep the child unblocked
+	}()
+	err = cmd.Run()
+	pw.Close()
+	<-relayed
+	if err != nil {
+		return "", fmt.Errorf("step %s (child process): %w", st.name, err)
+	}
+	body, err := os.ReadFile(out)
+	if err != nil {
+		return "", fmt.Errorf("step %s (child process): no section: %w", st.name, err)
+	}
+	return string(body), nil
 }
 
 func header(w *bytes.Buffer, o options, m machine, elapsed time.Duration) {

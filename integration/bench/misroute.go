@@ -707,44 +707,28 @@ const (
 	kmisrouteSection = "misroute-realkafka"
 )
 
-// runMisrouteOnly runs misroute recovery with the Java producer, locally
-// (if o.Local) and on real Kafka (if o.RealKafka), into sections.
-func runMisrouteOnly(ctx context.Context, o options, p plan, m machine, sections map[string]string) error {
-	type part struct {
-		on      bool
-		section string
-		cfg     misrouteConfig
-		where   string
-		chart   string
-		run     func(context.Context, misrouteConfig, func(string, ...any)) (*misrouteResult, error)
-	}
-	for _, pt := range []part{
-		{o.Local, misrouteSection, p.misrouteJava, localMisrouteWhere, "misroute_local_java.png", runMisroute},
-		{o.RealKafka, kmisrouteSection, p.kmisroute, kafkaMisrouteWhere, "misroute_realkafka_java.png", runMisrouteKafka},
-	} {
-		if !pt.on {
-			continue
+// misrouteJavaStep returns the step of -misroute-only that runs misroute
+// recovery with the Java producer: locally, or on real Kafka.
+func misrouteJavaStep(real bool) func(context.Context, options, plan, machine) (string, error) {
+	return func(ctx context.Context, o options, p plan, m machine) (string, error) {
+		cfg, where, chartName, measure := p.misrouteJava, localMisrouteWhere, "misroute_local_java.png", runMisroute
+		if real {
+			cfg, where, chartName, measure = p.kmisroute, kafkaMisrouteWhere, "misroute_realkafka_java.png", runMisrouteKafka
 		}
 		t0 := time.Now()
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-		res, err := pt.run(ctx, pt.cfg, o.Logf)
-		cancel()
+		res, err := measure(ctx, cfg, o.Logf)
 		if err != nil {
-			return err
+			return "", err
 		}
-		chart, err := misrouteChart(res, o.Charts, pt.chart)
+		chart, err := misrouteChart(res, o.Charts, chartName)
 		if err != nil {
-			return err
+			return "", err
 		}
 		var tables, body bytes.Buffer
-		misrouteMarkdown(&tables, res, pt.cfg, pt.where)
+		misrouteMarkdown(&tables, res, cfg, where)
 		chartLinks(&tables, o.Out, []string{chart})
 		header(&body, o, m, time.Since(t0))
 		body.Write(tables.Bytes())
-		sections[pt.section] = body.String()
+		return body.String(), nil
 	}
-	if len(sections) == 0 {
-		return errors.New("nothing to run: -local=false and no -realkafka")
-	}
-	return nil
 }

@@ -537,7 +537,7 @@ func (c *conn) emulate(req inflight, resp kmsg.Response) {
 // Heal checks store against the cluster's committed metadata offset and,
 // when it holds a token of that cluster beyond it (a token no broker can
 // ever reach: forged, or a metadata log restored under the same cluster
-// id), swaps it down to the committed offset. It reports the context it
+// id), swaps it down to the committed offset. It reports the token it
 // replaced and the one it stored; healed is false when the store was
 // sound (or changed meanwhile).
 func Heal(ctx context.Context, store consistency.Store, o Oracle) (from, to consistency.Token, healed bool, err error) {

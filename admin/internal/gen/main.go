@@ -1,0 +1,344 @@
+// Command gen writes admin/kadm.go: one method on admin.Client for every
+// method of kadm.Client that takes a context, each handing kadm fresh(ctx)
+// (see the admin package doc for why). It reads kadm's method set with
+// go/types from the export data of the kadm version the module requires
+// (`go list -export`), so a kadm upgrade that adds a method adds it here on
+// the next `go generate ./admin`, and TestKadmGenerated in package admin
+// fails until the checked-in file is regenerated.
+//
+// Run from the admin directory (go generate does):
+//
+//	go run ./internal/gen [-o kadm.go]
+//
+// "-o -" writes to standard output. The output is the same bytes on every
+// run for the same kadm version.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/format"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+const kadmPath = "github.com/twmb/franz-go/pkg/kadm"
+
+// excluded lists the methods of kadm.Client that are not generated, each
+// with the reason; admin.go writes them by hand. Any other kadm method that
+// does not take a context as its first parameter stops the generator, so a
+// new one is looked at instead of being skipped.
+var excluded = map[string]string{
+	// Closes the kgo client kadm wraps; admin.Client.Close closes the same
+	// client, which admin.Client holds itself for Kgo.
+	"Close": "no context; admin.go closes the client",
+	// Sets a field on kadm's client, sends nothing, so there is no context
+	// to make fresh.
+	"SetTimeoutMillis": "no context; admin.go delegates it as is",
+}
+
+func main() {
+	out := flag.String("o", "kadm.go", `file to write ("-" for standard output)`)
+	flag.Parse()
+	src, err := generate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+	if *out == "-" {
+		_, err = os.Stdout.Write(src)
+	} else {
+		err = os.WriteFile(*out, src, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+}
+
+// generate returns the formatted source of kadm.go for the kadm version
+// the current module requires.
+func generate() ([]byte, error) {
+	k, err := goList()
+	if err != nil {
+		return nil, err
+	}
+	dep, err := deprecated(k.files)
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		file, ok := k.exports[path]
+		if !ok {
+			return nil, fmt.Errorf("no export data for %q", path)
+		}
+		return os.Open(file)
+	})
+	pkg, err := imp.Import(kadmPath)
+	if err != nil {
+		return nil, fmt.Errorf("importing %s: %w", kadmPath, err)
+	}
+	obj, ok := pkg.Scope().Lookup("Client").(*types.TypeName)
+	if !ok {
+		return nil, fmt.Errorf("%s has no type Client", kadmPath)
+	}
+	return render(k.version, types.NewMethodSet(types.NewPointer(obj.Type())), dep, excluded)
+}
+
+// kadmPkg is what go list says of kadm and its dependencies.
+type kadmPkg struct {
+	version string
+	exports map[string]string // import path -> export data file
+	files   []string          // kadm's Go files
+}
+
+// goList returns the kadm version the module requires, the export data
+// file of kadm and of every package it depends on, and kadm's source files.
+func goList() (kadmPkg, error) {
+	var k kadmPkg
+	v, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", kadmPath).Output()
+	if err != nil {
+		return k, fmt.Errorf("go list -m %s: %w%s", kadmPath, err, stderr(err))
+	}
+	k.version = strings.TrimSpace(string(v))
+	const format = `{{.ImportPath}}{{"\t"}}{{.Export}}{{"\t"}}{{.Dir}}{{range .GoFiles}}{{"\t"}}{{.}}{{end}}`
+	deps, err := exec.Command("go", "list", "-export", "-deps", "-f", format, kadmPath).Output()
+	if err != nil {
+		return k, fmt.Errorf("go list -export %s: %w%s", kadmPath, err, stderr(err))
+	}
+	k.exports = map[string]string{}
+	for line := range strings.Lines(string(deps)) {
+		fields := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
+		if len(fields) < 3 {
+			return k, fmt.Errorf("go list -export %s: unexpected line %q", kadmPath, line)
+		}
+		if fields[1] != "" {
+			k.exports[fields[0]] = fields[1]
+		}
+		if fields[0] == kadmPath {
+			for _, f := range fields[3:] {
+				k.files = append(k.files, filepath.Join(fields[2], f))
+			}
+		}
+	}
+	if len(k.files) == 0 {
+		return k, fmt.Errorf("go list -export %s: no source files", kadmPath)
+	}
+	return k, nil
+}
+
+// deprecated returns the names of the methods of kadm.Client whose doc
+// comment has a "Deprecated:" paragraph (export data carries no comments,
+// so kadm's source is read for them).
+func deprecated(files []string) (map[string]bool, error) {
+	fset := token.NewFileSet()
+	out := map[string]bool{}
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || len(fd.Recv.List) != 1 || fd.Doc == nil {
+				continue
+			}
+			star, ok := fd.Recv.List[0].Type.(*ast.StarExpr)
+			if !ok {
+				continue
+			}
+			if id, ok := star.X.(*ast.Ident); !ok || id.Name != "Client" {
+				continue
+			}
+			for line := range strings.Lines(fd.Doc.Text()) {
+				if strings.HasPrefix(line, "Deprecated: ") {
+					out[fd.Name.Name] = true
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func stderr(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
+		return ": " + strings.TrimSpace(string(ee.Stderr))
+	}
+	return ""
+}
+
+const header = `// Code generated by go run ./internal/gen; DO NOT EDIT.
+
+package admin
+
+`
+
+const intro = `// Every method of kadm.Client that takes a context is delegated below, in
+// kadm's order of names, and every one hands kadm fresh(ctx): kadm then
+// never answers from franz-go's metadata cache, whichever of its methods
+// reads metadata today or in a later version.
+//
+// Generated by admin/internal/gen (go generate ./admin) from the method
+// set of kadm.Client in kadm %s; the methods it leaves out are listed
+// there with the reason, and written by hand in admin.go.
+// TestKadmGenerated fails when this file is not what the generator makes,
+// TestEveryMethodIsFresh when a method here does not hand kadm fresh(ctx).
+
+`
+
+// render writes one delegating method per exported method of ms.
+func render(version string, ms *types.MethodSet, deprecated map[string]bool, excluded map[string]string) ([]byte, error) {
+	imports := map[string]string{} // package name -> path
+	var clash error
+	qualify := func(p *types.Package) string {
+		if have, ok := imports[p.Name()]; ok && have != p.Path() && clash == nil {
+			clash = fmt.Errorf("packages %s and %s share the name %s", have, p.Path(), p.Name())
+		}
+		imports[p.Name()] = p.Path()
+		return p.Name()
+	}
+	byName := map[string]*types.Func{}
+	for sel := range ms.Methods() {
+		if f := sel.Obj().(*types.Func); f.Exported() {
+			byName[f.Name()] = f
+		}
+	}
+	for name := range excluded {
+		if byName[name] == nil {
+			return nil, fmt.Errorf("excluded method kadm.Client.%s does not exist (any more): drop it from the list", name)
+		}
+	}
+	var body bytes.Buffer
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		if _, skip := excluded[name]; skip {
+			continue
+		}
+		if err := method(&body, byName[name], deprecated[name], qualify); err != nil {
+			return nil, err
+		}
+	}
+	if clash != nil {
+		return nil, clash
+	}
+
+	var out bytes.Buffer
+	out.WriteString(header)
+	// The standard library first, then the rest, as goimports groups them.
+	out.WriteString("import (\n")
+	paths := slices.Sorted(maps.Values(imports))
+	std := func(p string) bool { return !strings.Contains(strings.Split(p, "/")[0], ".") }
+	for _, p := range paths {
+		if std(p) {
+			fmt.Fprintf(&out, "\t%q\n", p)
+		}
+	}
+	out.WriteString("\n")
+	for _, p := range paths {
+		if !std(p) {
+			fmt.Fprintf(&out, "\t%q\n", p)
+		}
+	}
+	out.WriteString(")\n\n")
+	fmt.Fprintf(&out, intro, version)
+	out.Write(body.Bytes())
+	src, err := format.Source(out.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("formatting the generated source: %w", err)
+	}
+	return src, nil
+}
+
+// method writes the delegation of f, a method of *kadm.Client whose first
+// parameter must be a context.Context.
+func method(w *bytes.Buffer, f *types.Func, deprecated bool, qualify types.Qualifier) error {
+	sig := f.Type().(*types.Signature)
+	params := sig.Params()
+	if params.Len() == 0 || !isContext(params.At(0).Type()) {
+		return fmt.Errorf("kadm.Client.%s does not take a context first: delegate it by hand in admin.go and add it to the excluded list with the reason", f.Name())
+	}
+	// Parameters and named results keep kadm's names (they document the
+	// signature), except the ones that would clash with what the body uses
+	// (the receiver c, the function fresh) or that are blank or missing;
+	// results are named all or none, as Go requires.
+	results := sig.Results()
+	used := map[string]bool{"c": true, "fresh": true}
+	var names, resNames []string
+	for v := range params.Variables() {
+		names = append(names, v.Name())
+	}
+	for v := range results.Variables() {
+		resNames = append(resNames, v.Name())
+	}
+	all := slices.Concat(names, resNames)
+	rename := func(list []string, prefix string) {
+		for i, n := range list {
+			if n == "" || n == "_" || used[n] {
+				n = fmt.Sprintf("%s%d", prefix, i)
+				for used[n] || slices.Contains(all, n) {
+					n += "_"
+				}
+			}
+			list[i] = n
+			used[n] = true
+		}
+	}
+	rename(names, "arg")
+	namedResults := results.Len() > 0 && results.At(0).Name() != ""
+	if namedResults {
+		rename(resNames, "res")
+	}
+	var in, args []string
+	for i := range params.Len() {
+		typ := types.TypeString(params.At(i).Type(), qualify)
+		arg := names[i]
+		if sig.Variadic() && i == params.Len()-1 {
+			typ = "..." + types.TypeString(params.At(i).Type().(*types.Slice).Elem(), qualify)
+			arg += "..."
+		}
+		if i == 0 {
+			arg = "fresh(" + arg + ")"
+		}
+		in = append(in, names[i]+" "+typ)
+		args = append(args, arg)
+	}
+	var outs []string
+	for i := range results.Len() {
+		typ := types.TypeString(results.At(i).Type(), qualify)
+		if namedResults {
+			typ = resNames[i] + " " + typ
+		}
+		outs = append(outs, typ)
+	}
+	result := strings.Join(outs, ", ")
+	if len(outs) > 1 || namedResults {
+		result = "(" + result + ")"
+	}
+	call := fmt.Sprintf("c.adm.%s(%s)", f.Name(), strings.Join(args, ", "))
+	if len(outs) > 0 {
+		call = "return " + call
+	}
+	fmt.Fprintf(w, "// %s is [kadm.Client.%s].\n", f.Name(), f.Name())
+	if deprecated {
+		w.WriteString("//\n// Deprecated: kadm deprecates it too.\n")
+	}
+	fmt.Fprintf(w, "func (c *Client) %[1]s(%[2]s) %[3]s {\n\t%[4]s\n}\n\n",
+		f.Name(), strings.Join(in, ", "), result, call)
+	return nil
+}
+
+func isContext(t types.Type) bool {
+	n, ok := t.(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "context" && n.Obj().Name() == "Context"
+}
