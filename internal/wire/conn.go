@@ -115,6 +115,7 @@ type conn struct {
 	q     inflights
 	debug bool         // the logger wanted debug logs when the connection opened
 	wdl   atomic.Int64 // write deadline, unix nanoseconds; 0 for none
+	rdl   atomic.Int64 // read deadline, unix nanoseconds; 0 for none
 	dead  atomic.Bool  // the connection failed or was closed: no answer will come
 
 	noAck atomic.Uint64 // the last acks=0 produce written (see noack.go)
@@ -143,7 +144,7 @@ type conn struct {
 	hold    []byte // body of the frame under inspection
 	holdFor inflight
 	holdAt  int64 // token in the held frame's header
-	holdEmu bool  // held for the Emulator: the header carried no token
+	holdTok bool  // the held frame's header carried a token
 
 	view *brokerView // the Emulator's view of this broker, nil without one
 }
@@ -336,12 +337,14 @@ func (c *conn) stamp(dst, src []byte) ([]byte, bool, error) {
 	stamped := false
 	sent := int64(-1)
 	cur := c.i.store.Load()
-	if c.view != nil && c.i.emu.needsWait(c.view, h.key, cur) {
-		err := c.i.emu.waitFor(c.view, c.addr, h.key, cur.Offset(), nanosTime(c.wdl.Load()), c.stopWaiting)
+	if c.view != nil {
+		waited, err := c.i.emu.beforeWrite(c.view, h.key, cur, nanosTime(c.wdl.Load()), c.stopWaiting)
 		if err != nil {
 			return dst, false, err
 		}
-		cur = c.i.store.Load() // it may have moved, or healed, meanwhile
+		if waited {
+			cur = c.i.store.Load() // it may have moved, or healed, meanwhile
+		}
 	}
 	if h.flexible {
 		switch {
@@ -543,8 +546,13 @@ func (c *conn) scan(b []byte) (int, error) {
 		}
 		if c.shouldHold(req, &c.rh) {
 			c.holding, c.holdFor, c.holdAt = true, *req, c.rh.state.Token
+			c.holdTok = c.rh.hasState && len(c.rh.state.ClusterID) > 0
 			c.hold = c.hold[:0]
 			return pos, nil
+		}
+		if c.view != nil {
+			c.i.emu.afterRead(c.view, &answer{key: req.key, version: req.version, flexible: req.flexible,
+				token: c.rh.hasState && len(c.rh.state.ClusterID) > 0})
 		}
 	}
 	return pos, nil
@@ -554,9 +562,6 @@ func (c *conn) scan(b []byte) (int, error) {
 // then an advance of the store. Steady state it neither allocates nor
 // writes: Context values are only built when the store moves.
 func (c *conn) observe(req *inflight, h *respHeader) error {
-	if c.view != nil && req.flexible {
-		c.i.emu.sawHeader(c.view, h.hasState && len(h.state.ClusterID) > 0)
-	}
 	if !h.hasState || len(h.state.ClusterID) == 0 {
 		return nil
 	}
@@ -620,11 +625,10 @@ func (c *conn) misroute(want, got string) error {
 // ApiVersions answers, one per connection, are always held: see
 // rewriteAPIVersionsError.
 func (c *conn) shouldHold(req *inflight, h *respHeader) bool {
-	c.holdEmu = false
 	if req.key == apiVersionsKey {
 		return c.rbody >= 2 && c.rbody <= maxHeldFrame
 	}
-	if c.holdEmu = c.emulates(req, h); c.holdEmu {
+	if c.view != nil && c.rbody > 0 && c.rbody <= maxHeldFrame && c.i.emu.holds(c.view, req.key, h.hasState) {
 		return true
 	}
 	if req.key == metadataKey && c.pinned() != "" {
@@ -735,9 +739,17 @@ func (c *conn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
+// SetReadDeadline sets the socket's read deadline and remembers it: the
+// Emulator holds no answer past it.
+func (c *conn) SetReadDeadline(t time.Time) error {
+	c.rdl.Store(deadlineNanos(t))
+	return c.Conn.SetReadDeadline(t)
+}
+
 // SetDeadline sets both deadlines; see SetWriteDeadline.
 func (c *conn) SetDeadline(t time.Time) error {
 	c.wdl.Store(deadlineNanos(t))
+	c.rdl.Store(deadlineNanos(t))
 	return c.Conn.SetDeadline(t)
 }
 

@@ -64,13 +64,16 @@ func (c *conn) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error
 			}
 		}
 		if c.view != nil {
-			c.view.saw(finalizedEpoch(req.version, body))
+			c.i.emu.afterRead(c.view, &answer{key: req.key, version: req.version, apiVersions: body})
 		}
 		return body, nil
 	}
 	resp := kmsg.ResponseForKey(req.key)
 	resp.SetVersion(req.version)
 	if err := resp.ReadFrom(body); err != nil {
+		if c.view != nil {
+			c.i.emu.afterRead(c.view, &answer{key: req.key, version: req.version, flexible: req.flexible, token: c.holdTok})
+		}
 		return body, nil // not a body kmsg reads: kgo reports that itself
 	}
 	if m, ok := resp.(*kmsg.MetadataResponse); ok && m.ClusterID != nil {
@@ -80,9 +83,9 @@ func (c *conn) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error
 			return nil, c.misroute(pin, *m.ClusterID)
 		}
 	}
-	if c.holdEmu {
-		c.holdEmu = false
-		c.emulate(req, resp)
+	if c.view != nil {
+		c.i.emu.afterRead(c.view, &answer{key: req.key, version: req.version, flexible: req.flexible,
+			token: c.holdTok, resp: resp, deadline: nanosTime(c.rdl.Load())})
 	}
 	v := reflect.ValueOf(resp)
 	if !rewriteCodes(v, c.i.code, 0) {
@@ -150,7 +153,6 @@ func rewriteCodes(v reflect.Value, code, to int16) bool {
 }
 
 const (
-	metadataKey           = 3
 	inconsistentClusterID = 104 // INCONSISTENT_CLUSTER_ID
 	rebootstrapRequired   = 129 // REBOOTSTRAP_REQUIRED
 )
