@@ -77,6 +77,16 @@ func (a *asker) ask(q *question, fresh bool) <-chan struct{} {
 	return q.next
 }
 
+// joinRunning returns the flight of q under way, or nil.
+func (a *asker) joinRunning(q *question) <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.running == nil {
+		return nil
+	}
+	return q.running
+}
+
 // start runs flight f of q, and the flights queued behind it, on a
 // goroutine Close waits for. q.mu is held.
 func (a *asker) start(q *question, f chan struct{}) bool {

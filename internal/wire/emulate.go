@@ -58,9 +58,10 @@ import (
 // request's bound and then goes on without it: a hung DescribeQuorum costs
 // a request its bound at most, never the 5s of a question.
 //
-// Until the cluster has answered one DescribeQuorum (verified), nothing
-// waits: the question is asked in the background, at most once per
-// verifyEvery, and requests go out as plain franz-go's.
+// Until the cluster has answered one DescribeQuorum (verified), no answer
+// is held for what a broker applied, and a request to a broker behind the
+// token waits, within its bound, only for that DescribeQuorum, asked at
+// most once per verifyEvery.
 
 // Oracle answers the two questions an [Emulator] asks a cluster. Both are
 // called on the Emulator's and the Healer's goroutines, never on a
@@ -289,11 +290,7 @@ func (e *Emulator) sawHeader(v *brokerView, token bool) {
 // waited reports whether it held the request (the store may have moved
 // meanwhile). With nothing owed it costs a few atomic loads.
 func (e *Emulator) beforeWrite(v *brokerView, key int16, cur consistency.Token, deadline time.Time, stop func() error) (waited bool, err error) {
-	if cur.IsUnknown() || (e.verified.Load() && v.applied.Load() >= cur.Offset()) || neverHeld(key) || !e.active(v) {
-		return false, nil
-	}
-	if !e.verified.Load() {
-		e.verifySoon()
+	if cur.IsUnknown() || v.applied.Load() >= cur.Offset() || neverHeld(key) || !e.active(v) {
 		return false, nil
 	}
 	return true, e.waitFor(v, key, cur, deadline, stop)
@@ -322,8 +319,25 @@ func (e *Emulator) waitFor(v *brokerView, key int16, cur consistency.Token, dead
 	if !deadline.IsZero() {
 		end = minTime(end, deadline.Add(-writeMargin))
 	}
+	if !e.verified.Load() {
+		// Nothing is known to be behind until the cluster answered a
+		// DescribeQuorum: wait for one within the bound, or go out.
+		done := e.verify()
+		if done == nil {
+			return nil
+		}
+		if err := await(done, end, stop); err != nil {
+			if err == errBound {
+				return nil
+			}
+			return err
+		}
+		if !e.verified.Load() {
+			return nil
+		}
+	}
 	pause := pauseMin
-	progress, moved := v.applied.Load(), start
+	progress, moved := v.applied.Load(), time.Now()
 	healAsked := false
 	for {
 		if v.applied.Load() >= target || e.off.Load() {
@@ -393,15 +407,17 @@ func (e *Emulator) askApplied(ctx context.Context, v *brokerView) {
 	}
 }
 
-// verifySoon asks DescribeQuorum in the background unless it was asked in
-// the last verifyEvery: its answer verifies the cluster.
-func (e *Emulator) verifySoon() {
+// verify returns a channel closed once the DescribeQuorum under way, or
+// one asked now, is answered: its answer verifies the cluster. It returns
+// nil when the last one began less than verifyEvery ago and is over: the
+// cluster did not answer then, and is not asked again so soon.
+func (e *Emulator) verify() <-chan struct{} {
 	now := time.Now().UnixNano()
 	last := e.lastVerify.Load()
 	if (last != 0 && now-last < int64(verifyEvery)) || !e.lastVerify.CompareAndSwap(last, now) {
-		return
+		return e.ask.joinRunning(&e.committed)
 	}
-	e.ask.ask(&e.committed, false)
+	return e.ask.ask(&e.committed, false)
 }
 
 // learnCommitted asks the committed offset and advances the store to it;
@@ -501,7 +517,7 @@ func (e *Emulator) learnApplied(v *brokerView, cluster string, end time.Time) {
 		return
 	}
 	if !e.verified.Load() {
-		e.verifySoon()
+		e.verify() // in the background: a read's answer is not held for it
 		return
 	}
 	// Only an answer given after this response can stand for what it

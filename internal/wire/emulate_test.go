@@ -246,28 +246,42 @@ func TestEmulatorHeals(t *testing.T) {
 	})
 }
 
-// TestEmulatorUnverifiedHoldsNothing: until the cluster answered one
-// DescribeQuorum nothing waits; the question is asked in the background,
-// at most once per verifyEvery.
-func TestEmulatorUnverifiedHoldsNothing(t *testing.T) {
+// TestEmulatorUnverified: until the cluster answered one DescribeQuorum,
+// a request to a broker behind the token waits only for that question,
+// within its own bound; the question is asked at most once per
+// verifyEvery; a broker past the token, and a read's answer, are not held.
+func TestEmulatorUnverified(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		o := &scriptedOracle{applied: map[string]int64{"b1": 1}, hungQuorum: true}
+		o := &scriptedOracle{applied: map[string]int64{"behind": 1}, hungQuorum: true}
 		store := knownStore(t, "c", 30)
 		e, err := NewEmulator(EmulationConfig{Store: store, Oracle: o, AskTimeout: 300 * time.Millisecond})
 		require.NoError(t, err)
 		defer e.Close()
-		v := e.view("b1")
-		for range 3 {
-			waited, err := e.beforeWrite(v, metadataKey, store.Load(), time.Time{}, noStop)
-			require.False(t, waited)
-			require.NoError(t, err)
-		}
-		synctest.Wait()
+		behind, ahead := e.view("behind"), e.view("ahead")
+		ahead.saw(30)
+
+		start := time.Now()
+		waited, err := e.beforeWrite(ahead, metadataKey, store.Load(), time.Time{}, noStop)
+		require.False(t, waited)
+		require.NoError(t, err)
+		require.Zero(t, o.quorum.Load(), "a broker past the token needs no question")
+
+		_, err = e.beforeWrite(behind, metadataKey, store.Load(), start.Add(time.Second), noStop)
+		require.NoError(t, err, "unverified: the request goes out")
+		require.Equal(t, 300*time.Millisecond, time.Since(start), "held until DescribeQuorum gave up (AskTimeout)")
+		_, err = e.beforeWrite(behind, produceKey, store.Load(), time.Now().Add(200*time.Millisecond), noStop)
+		require.NoError(t, err)
+		require.Equal(t, 300*time.Millisecond, time.Since(start), "not asked again within verifyEvery: not held")
+		e.afterRead(behind, &answer{key: metadataKey, flexible: true, resp: kmsg.NewPtrMetadataResponse()})
+		require.Equal(t, 300*time.Millisecond, time.Since(start), "a read's answer is not held for the question")
 		require.EqualValues(t, 1, o.quorum.Load())
 		require.Zero(t, o.asked.Load())
+
 		time.Sleep(verifyEvery)
-		_, _ = e.beforeWrite(v, metadataKey, store.Load(), time.Time{}, noStop)
-		synctest.Wait()
+		start = time.Now()
+		_, err = e.beforeWrite(behind, produceKey, store.Load(), start.Add(200*time.Millisecond), noStop)
+		require.NoError(t, err)
+		require.Equal(t, 100*time.Millisecond, time.Since(start), "the write deadline less the margin bounds the wait")
 		require.EqualValues(t, 2, o.quorum.Load())
 	})
 }
