@@ -59,12 +59,12 @@ func TestIdleClosedWriteRefused(t *testing.T) {
 	roundTrip(1)
 	roundTrip(2) // idle-checked (idleCheckAfter is 0): the broker is there
 	cn := c.(*conn)
-	if cn.peek == nil {
+	if cn.w.peek == nil {
 		t.Fatal("the idle write was not checked")
 	}
 	// The check runs on requests: it must not allocate.
 	if n := testing.AllocsPerRun(100, func() {
-		if cn.idleClosed(cn.lastWrite + 1) {
+		if cn.w.idleClosed(cn.w.lastWrite + 1) {
 			t.Fatal("an open connection taken for closed")
 		}
 	}); n != 0 {

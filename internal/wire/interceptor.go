@@ -204,9 +204,7 @@ func (i *Interceptor) DialContext(ctx context.Context, network, addr string) (ne
 		}
 		c = tc
 	}
-	cn := newConn(i, c, addr)
-	cn.moved = mv
-	return cn, nil
+	return newConn(i, c, addr, mv), nil
 }
 
 // ErrNotTLS is matched (errors.Is) by the dial error of a peer that closed
@@ -248,7 +246,7 @@ func (f *firstBytes) Read(p []byte) (int, error) {
 // Wrap returns c intercepted as a connection to addr. The returned conn owns
 // c: closing it closes c.
 func (i *Interceptor) Wrap(c net.Conn, addr string) net.Conn {
-	return newConn(i, c, addr)
+	return newConn(i, c, addr, nil)
 }
 
 // Stats returns a snapshot of the counters.

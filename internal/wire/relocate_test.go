@@ -251,8 +251,8 @@ func TestRelocateFollowsMove(t *testing.T) {
 	cn := c.(*conn)
 	frame := reqFrame(metadataReq(1), 4)
 	if n := testing.AllocsPerRun(100, func() {
-		cn.lastWrite = time.Now().UnixNano() // no idle peek
-		cn.q.pop()                           // as if answered
+		cn.w.lastWrite = time.Now().UnixNano() // no idle peek
+		cn.q.pop()                             // as if answered
 		if _, err := cn.Write(frame); err != nil {
 			t.Fatal(err)
 		}
