@@ -9,12 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// idleCheckAfter is how long a connection must have gone without a write
-// before Write looks whether the broker closed it meanwhile. A connection
-// written to more often than that would have shown a close on the read of
-// its last answer; checking only idle ones keeps the check (one
-// non-blocking syscall) off busy connections. A variable for tests.
-var idleCheckAfter = time.Millisecond
+// defaultIdleCheckAfter is how long a connection must have gone without a
+// write before Write looks whether the broker closed it meanwhile
+// (timing.idleCheckAfter). A connection written to more often than that
+// would have shown a close on the read of its last answer; checking only
+// idle ones keeps the check (one non-blocking syscall) off busy
+// connections.
+const defaultIdleCheckAfter = time.Millisecond
 
 // idleClosed reports whether Write should refuse to write: the connection
 // has been idle, nothing awaits an answer, and the broker closed it (or
@@ -32,7 +33,7 @@ var idleCheckAfter = time.Millisecond
 func (w *requestWriter) idleClosed(now int64) bool {
 	last := w.lastWrite
 	w.lastWrite = now
-	if last == 0 || now-last < int64(idleCheckAfter) || w.q.len() != 0 || w.noAck.Load() != 0 || w.wraw ||
+	if last == 0 || now-last < int64(w.i.timing.idleCheckAfter) || w.q.len() != 0 || w.noAck.Load() != 0 || w.wraw ||
 		w.wbody != 0 || w.winHeader {
 		return false
 	}

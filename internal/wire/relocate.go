@@ -53,9 +53,9 @@ type Relocator interface {
 	Relocated(addr, to string, node int32)
 }
 
-// relocateWindow is how long after a broker closed a connection a dial to
-// its address asks the Relocator first. A variable for tests.
-var relocateWindow = time.Second
+// defaultRelocateWindow is how long after a broker closed a connection a
+// dial to its address asks the Relocator first (timing.relocateWindow).
+const defaultRelocateWindow = time.Second
 
 // maxRelocateAddrs bounds the address table; kgo talks to one address per
 // broker, so only a long life through many broker replacements fills it.
@@ -143,7 +143,7 @@ func (i *Interceptor) relocate(ctx context.Context, addr string) (string, *moved
 		return "", nil
 	}
 	now := time.Now().UnixNano()
-	if last := rl.lastClose.Load(); last == 0 || now-last > int64(relocateWindow) {
+	if last := rl.lastClose.Load(); last == 0 || now-last > int64(i.timing.relocateWindow) {
 		return "", nil
 	}
 	rl.mu.Lock()
@@ -159,7 +159,7 @@ func (i *Interceptor) relocate(ctx context.Context, addr string) (string, *moved
 		rl.mu.Lock()
 		n = rl.addrs[addr]
 	}
-	if n == nil || n.closed == 0 || now-n.closed > int64(relocateWindow) {
+	if n == nil || n.closed == 0 || now-n.closed > int64(i.timing.relocateWindow) {
 		rl.mu.Unlock()
 		return "", nil
 	}

@@ -311,7 +311,7 @@ func TestRelocateBounds(t *testing.T) {
 			setup: func(t *testing.T, ctx context.Context, ic *Interceptor, old *fakeBroker) {
 				knownThenClosed(t, ctx, ic, old)
 				ic.reloc.mu.Lock()
-				ic.reloc.addrs[old.addr()].closed -= int64(2 * relocateWindow)
+				ic.reloc.addrs[old.addr()].closed -= int64(2 * ic.timing.relocateWindow)
 				ic.reloc.mu.Unlock()
 			},
 		},
