@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
@@ -227,8 +228,10 @@ func TestEmulatorHeals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := &scriptedOracle{applied: map[string]int64{"b1": 40}, committed: consistency.MustOf("c", 40)}
 		var healed [][2]consistency.Token
+		logs := &warnings{}
 		e, store, _ := newTestEmulator(t, o, func(c *EmulationConfig) {
 			c.MaxWait = 5 * time.Second
+			c.Logger = logs
 			c.OnHealed = func(from, to consistency.Token) { healed = append(healed, [2]consistency.Token{from, to}) }
 		})
 		forged := consistency.MustOf("c", 100)
@@ -243,7 +246,24 @@ func TestEmulatorHeals(t *testing.T) {
 		synctest.Wait() // the Healer's goroutine has returned
 		require.Equal(t, [][2]consistency.Token{{forged, consistency.MustOf("c", 40)}}, healed)
 		require.Equal(t, consistency.MustOf("c", 40), store.Load())
+		require.Empty(t, logs.msgs, "OnHealed reports a heal: the wire layer warns nothing of its own")
 	})
+}
+
+// warnings is a kgo.Logger that keeps warnings and errors.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (*warnings) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (w *warnings) Log(level kgo.LogLevel, msg string, _ ...any) {
+	if level <= kgo.LogLevelWarn {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.msgs = append(w.msgs, msg)
+	}
 }
 
 // TestEmulatorUnverified: until the cluster answered one DescribeQuorum,
