@@ -9,7 +9,7 @@ import (
 
 // The reading half of a conn: responses as the broker sends them, observed.
 
-// Read hands kgo the response stream unchanged. Bytes are read straight into
+// read hands kgo the response stream unchanged. Bytes are read straight into
 // p and scanned there; only a header split across reads is copied, and only
 // a frame that may carry INCONSISTENT_METADATA is held back whole.
 func (r *responseReader) read(p []byte) (int, error) {
@@ -313,6 +313,8 @@ func (r *responseReader) peerClosed() {
 	}
 }
 
+// fail makes err sticky and closes the socket: no later answer can be
+// matched to its request.
 func (r *responseReader) fail(err error) {
 	if r.rerr == nil {
 		r.rerr = err

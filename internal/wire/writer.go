@@ -9,7 +9,7 @@ import (
 
 // The writing half of a conn: requests as kgo writes them, stamped.
 
-// Write parses the frames in p, stamps flexible request headers and sends
+// write parses the frames in p, stamps flexible request headers and sends
 // the rewritten headers and the untouched bodies: a small stamped frame
 // built in one buffer and written with one write, a larger one with one
 // writev (see coalesceMax), an unstamped one as it came. Frames may span
@@ -172,10 +172,11 @@ func (w *requestWriter) flush() error {
 	return err
 }
 
-// stamp notes the parsed request src in the in-flight FIFO when a response
-// will follow (an acks=0 produce only in w.noAck, see noack.go). When the request is to carry the store's token, it appends
-// the rewritten header to dst and reports true; else the header goes out as
-// the caller wrote it.
+// stamp lets the Emulator hold the parsed request src (beforeWrite), then
+// notes it in the in-flight FIFO when a response will follow (an acks=0
+// produce only in w.noAck, see noack.go). When the request is to carry the
+// store's token, it appends the rewritten header to dst and reports true;
+// else the header goes out as the caller wrote it.
 func (w *requestWriter) stamp(dst, src []byte) ([]byte, bool, error) {
 	h := &w.wh
 	stamped := false
