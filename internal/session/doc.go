@@ -15,15 +15,19 @@
 //   - the cluster watcher (internal/cluster), which learns the cluster id
 //     when the first client is made and probes the bootstrap servers with
 //     the factory's own settings;
-//   - the emulator, its oracle (a franz-go client of its own, made on first
-//     use) and the healer, in the modes that keep tokens;
+//   - the emulator, its oracle (two franz-go clients of its own, made on
+//     first use: one asks the quorum, one asks single brokers, so that a
+//     DescribeQuorum a broker cannot answer holds no probe behind it) and
+//     the one healer (wire.Healer), asked by the emulator and by the
+//     observer after INCONSISTENT_METADATA, in the modes that keep tokens;
 //   - the counters of [Stats] and the clocks of INCONSISTENT_METADATA
 //     answers that producers read;
 //   - the franz-go producer clients that producers of equal settings share,
 //     by the key the factory computes;
 //   - its life: after Close, every constructor returns Config.ErrClosed,
-//     and Close has joined the watcher's, the oracle's and the healer's
-//     goroutines.
+//     and Close has joined the watcher's, the emulator's, the healer's and
+//     the oracle's goroutines, in that order (the emulator and the healer
+//     ask the oracle).
 //
 // It does not own the clients it made: users close them. A franz-go client
 // the session made reports its close through a hook, which folds the

@@ -44,7 +44,7 @@ func (w *observer) OnInconsistentMetadata(addr string, key int16, sent, at int64
 	// metadata, its producer id): the producer's clock moves for all.
 	w.s.produceMarks.Tick()
 	if h := w.s.healer; h != nil {
-		h.soon()
+		h.Check()
 	}
 	if w.o != nil {
 		w.o.OnInconsistentMetadata(addr, key, sent, at)

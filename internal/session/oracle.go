@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,43 +29,62 @@ func (noTokens) Advance(consistency.Token) (consistency.Token, error) {
 func (noTokens) Reset()                                          {}
 func (noTokens) CompareAndSwap(old, next consistency.Token) bool { return false }
 
-// oracle answers the emulator's questions with a franz-go client of its
-// own, made on first use. Its connections go through an interceptor
-// without the emulator (it must not ask itself) on a store that stays
-// Unknown, so it never stamps.
+// oracle answers the emulator's and the healer's questions with two
+// franz-go clients of its own, made on first use: one asks the quorum
+// (Committed), the other asks single brokers how far they applied
+// (Applied). Two, because a broker answers a connection's requests in
+// order: a DescribeQuorum the broker cannot answer (its controller is
+// gone) would otherwise hold every ApiVersions probe queued behind it on
+// the same connection, and with them every metadata answer the emulator
+// learns from. Their connections go through an interceptor without the
+// emulator (it must not ask itself) on a store that stays Unknown, so they
+// never stamp.
 type oracle struct {
 	s *Session
 
 	mu     sync.Mutex
-	cl     *kgo.Client
+	quorum *kgo.Client // Committed, AskCluster
+	probes *kgo.Client // Applied
 	closed bool
 	nodes  map[string]int32 // broker address → node id, seeds included
 }
 
-func (o *oracle) client() (*kgo.Client, error) {
+// clients returns the quorum and the probe clients.
+func (o *oracle) clients() (quorum, probes *kgo.Client, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return nil, o.s.cfg.ErrClosed
+		return nil, nil, o.s.cfg.ErrClosed
 	}
-	if o.cl == nil {
-		cl, err := o.s.newKgo(o.s.cfg.Base, noTokens{}, false)
+	if o.quorum == nil {
+		q, err := o.s.newKgo(o.s.cfg.Base, noTokens{}, false)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		o.cl = cl
+		p, err := o.s.newKgo(o.s.cfg.Base, noTokens{}, false)
+		if err != nil {
+			q.Close()
+			return nil, nil, err
+		}
+		o.quorum, o.probes = q, p
 		o.nodes = seedNodes(o.s.cfg.Base.Seeds)
 	}
-	return o.cl, nil
+	return o.quorum, o.probes, nil
+}
+
+func (o *oracle) client() (*kgo.Client, error) {
+	q, _, err := o.clients()
+	return q, err
 }
 
 func (o *oracle) close() {
 	o.mu.Lock()
-	cl := o.cl
-	o.cl, o.closed = nil, true
+	q, p := o.quorum, o.probes
+	o.quorum, o.probes, o.closed = nil, nil, true
 	o.mu.Unlock()
-	if cl != nil {
-		cl.Close()
+	if q != nil {
+		q.Close()
+		p.Close()
 	}
 }
 
@@ -165,7 +182,7 @@ func (o *oracle) refresh(ctx context.Context, cl *kgo.Client) (string, error) {
 
 // Applied returns the FinalizedFeaturesEpoch of the broker at addr.
 func (o *oracle) Applied(ctx context.Context, addr string) (int64, error) {
-	cl, err := o.client()
+	_, cl, err := o.clients()
 	if err != nil {
 		return -1, err
 	}
@@ -198,49 +215,6 @@ func (o *oracle) Applied(ctx context.Context, addr string) (int64, error) {
 }
 
 var _ wire.Oracle = (*oracle)(nil)
-
-// healer checks the store against the committed offset after an
-// INCONSISTENT_METADATA answer (the emulator checks on its own waits), at
-// most once a second, on a goroutine Close waits for.
-type healer struct {
-	s       *Session
-	running atomic.Bool
-	last    atomic.Int64
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	closed  bool
-}
-
-func (h *healer) soon() {
-	now := time.Now().UnixNano()
-	last := h.last.Load()
-	if now-last < int64(time.Second) || !h.running.CompareAndSwap(false, true) {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		h.running.Store(false)
-		return
-	}
-	h.last.Store(now)
-	h.wg.Go(func() {
-		defer h.running.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		from, to, healed, err := wire.Heal(ctx, h.s.store, h.s.oracle)
-		if err == nil && healed {
-			h.s.healed(from, to)
-		}
-	})
-}
-
-func (h *healer) close() {
-	h.mu.Lock()
-	h.closed = true
-	h.mu.Unlock()
-	h.wg.Wait()
-}
 
 // healed reports a store lowered to the committed offset.
 func (s *Session) healed(from, to consistency.Token) {

@@ -53,11 +53,13 @@ type Session struct {
 
 	watcher *cluster.Watcher
 	// emu makes tokens from KRaft offsets; oracle asks the cluster for
-	// it and for CheckToken; healer lowers a store beyond the committed
-	// offset. All three are nil where the mode does not use them.
+	// it and for CheckToken; healer, the only one, lowers a store beyond
+	// the committed offset, asked by the emulator and by the observer
+	// after INCONSISTENT_METADATA. All three are nil where the mode does
+	// not use them.
 	emu    *wire.Emulator
 	oracle *oracle
-	healer *healer
+	healer *wire.Healer
 	// parent is the session a child was made from: the watcher, emulator,
 	// oracle and healer are the parent's, and the child closes none of
 	// them.
@@ -88,15 +90,15 @@ func New(cfg Config) (*Session, error) {
 	s := &Session{cfg: cfg, store: cfg.Store}
 	if !cfg.NoTokens {
 		s.oracle = &oracle{s: s}
-		s.healer = &healer{s: s}
+		s.healer = wire.NewHealer(wire.HealerConfig{Store: s.store, Oracle: s.oracle, OnHealed: s.healed, Logger: KgoLogger(cfg.Logger)})
 	}
 	if cfg.Emulate && !cfg.NoTokens {
 		emu, err := wire.NewEmulator(wire.EmulationConfig{
-			Store:    s.store,
-			Oracle:   s.oracle,
-			Force:    cfg.ForceEmulation,
-			Logger:   KgoLogger(cfg.Logger),
-			OnHealed: s.healed,
+			Store:  s.store,
+			Oracle: s.oracle,
+			Healer: s.healer,
+			Force:  cfg.ForceEmulation,
+			Logger: KgoLogger(cfg.Logger),
 			OnOff: func(reason error) {
 				if cfg.OnConsistencyOff != nil {
 					cfg.OnConsistencyOff(reason)
@@ -159,8 +161,11 @@ func (s *Session) Close() {
 		return
 	}
 	s.watcher.Close()
+	if s.emu != nil {
+		s.emu.Close() // before the healer and the oracle it asks
+	}
 	if s.healer != nil {
-		s.healer.close()
+		s.healer.Close()
 	}
 	if s.oracle != nil {
 		s.oracle.close()

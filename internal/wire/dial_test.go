@@ -4,75 +4,53 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/kconsist/kconsist/consistency"
 )
 
-// silentListener accepts connections on loopback and never writes to them,
-// like a peer that takes the TCP connection but never answers the TLS
-// ClientHello.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns := make(chan net.Conn, 16)
-	go func() {
-		defer close(conns)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns <- c
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		for c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
 // TestDialTimeoutCoversTLSHandshake: a peer that accepts TCP and never
 // answers the handshake must not hold the dial past DialTimeout; kgo
-// passes a custom dialer a context without a deadline.
+// passes a custom dialer a context without a deadline. The peer is the
+// silent end of a net.Pipe, in a synctest bubble: the dial ends exactly at
+// the timeout.
 func TestDialTimeoutCoversTLSHandshake(t *testing.T) {
-	addr := silentListener(t)
-	i, err := New(Config{
-		Store:       consistency.NewMemoryStore(),
-		TLS:         &tls.Config{MinVersion: tls.VersionTLS12},
-		DialTimeout: 200 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	errc := make(chan error, 1)
-	go func() {
-		c, err := i.DialContext(context.Background(), "tcp", addr)
+	synctest.Test(t, func(t *testing.T) {
+		drained := make(chan struct{})
+		i, err := New(Config{
+			Store:       consistency.NewMemoryStore(),
+			TLS:         &tls.Config{MinVersion: tls.VersionTLS12},
+			DialTimeout: 200 * time.Millisecond,
+			Dial: func(context.Context, string, string) (net.Conn, error) {
+				client, peer := net.Pipe()
+				go func() { // reads the ClientHello, answers nothing
+					defer close(drained)
+					_, _ = io.Copy(io.Discard, peer)
+					peer.Close()
+				}()
+				return client, nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		c, err := i.DialContext(context.Background(), "tcp", "127.0.0.1:9093")
 		if c != nil {
 			c.Close()
 		}
-		errc <- err
-	}()
-	select {
-	case err := <-errc:
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("dial error %v, want a deadline exceeded", err)
 		}
-		if took := time.Since(start); took < 150*time.Millisecond {
-			t.Fatalf("dial ended after %v, before the 200ms timeout", took)
+		if took := time.Since(start); took != 200*time.Millisecond {
+			t.Fatalf("dial ended after %v, want the 200ms timeout", took)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("dial still pending after 5s with a 200ms DialTimeout")
-	}
+		<-drained // the failed dial closed its end
+	})
 }
 
 // TestDialTimeoutDefault: without Config.DialTimeout the bound is kgo's 10s.

@@ -25,7 +25,52 @@
 //   - A response whose token is below the one sent may carry
 //     INCONSISTENT_METADATA. Only such frames are held back and decoded; see
 //     inconsistent.go for how each kind of request is then retried by kgo.
+//   - With an [Emulator], brokers that send no tokens get tokens made from
+//     their KRaft offsets (see emulate.go).
 //
 // Input from brokers is never trusted: malformed headers fail the connection
 // with errors wrapping [ErrMalformedHeader] and leave the store unchanged.
+//
+// # Who owns what
+//
+//   - An [Interceptor] (one per franz-go client) owns the dial, the tables
+//     of addresses that refused the client (refused.go) or whose broker
+//     moved (relocate.go), its counters and its timing. It is safe for
+//     concurrent use.
+//   - A conn (one per connection) is two halves over a link (conn.go): the
+//     requestWriter (writer.go) belongs to the goroutine that calls Write,
+//     the responseReader (reader.go) to the goroutine that calls Read. The
+//     link holds what both see: what the dial fixed, and the in-flight FIFO
+//     of requests awaiting answers, whose one rule is that the writer
+//     pushes and the reader peeks and pops (a lock-free ring, inflights);
+//     the rest of the link is atomics. Close and the deadlines are safe from
+//     any goroutine.
+//   - An [Emulator] (one per factory, shared by its Interceptors) owns what
+//     is known of each broker (brokerView), the questions to the cluster and
+//     the goroutines that ask them (ask.go). A conn reaches it through two
+//     calls: beforeWrite on the writer, before a request is stamped, and
+//     afterRead on the reader, once an answer is read (holds tells the
+//     reader, at the header, which answers to keep for it). Neither call
+//     asks the cluster itself, and neither waits past its request's bound.
+//     Its policy (which API keys, which bounds) is emulate_policy.go.
+//   - A [Healer] (one per factory) owns the check of a store against the
+//     committed offset, on a goroutine of its own (heal.go). The Emulator
+//     and the session ask it; neither waits for it.
+//
+// # Locks
+//
+// No lock is held across a call into another type, a question to the
+// cluster, a socket read or write, or a callback (Observer, Relocator,
+// OnHealed, OnOff), with one exception: question.mu is held while the
+// asker's mu is taken to start a flight. So the order is question.mu, then
+// asker.mu; every other mutex (Emulator.mu for its broker table,
+// Healer.mu, refusals.mu, relocation.mu) is a leaf. The hot path of a
+// request or a response takes none: atomics only.
+//
+// # Time
+//
+// Every wait, pause and timer uses the time package's clock, which
+// testing/synctest replaces: timing tests run in a bubble and assert exact
+// durations. The durations tests shorten are in Config.timing; the
+// Emulator's bounds are in emulate_policy.go and EmulationConfig.
 package wire

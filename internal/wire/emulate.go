@@ -48,10 +48,25 @@ import (
 //     written. A broker known to be at or past the token costs nothing.
 //
 // What each connection's ApiVersions handshake answers is noted for free.
+//
+// A connection reaches the Emulator through two calls: beforeWrite, on the
+// writing goroutine before a request is stamped, and afterRead, on the
+// reading goroutine once an answer is read (with its body when the reader
+// held it: holds tells the reader, at the answer's header, which ones to
+// hold). The questions those calls need answered run on the Emulator's own
+// goroutines (ask.go); a call waits for an answer no longer than its
+// request's bound and then goes on without it: a hung DescribeQuorum costs
+// a request its bound at most, never the 5s of a question.
+//
+// Until the cluster has answered one DescribeQuorum (verified), no answer
+// is held for what a broker applied, and a request to a broker behind the
+// token waits, within its bound, only for that DescribeQuorum, asked at
+// most once per verifyEvery.
 
 // Oracle answers the two questions an [Emulator] asks a cluster. Both are
-// called from connection goroutines of other clients; an implementation
-// must not send its requests through an Emulator (it would ask itself).
+// called on the Emulator's and the Healer's goroutines, never on a
+// connection's; an implementation must not send its requests through an
+// Emulator (it would ask itself) and must return when ctx ends.
 type Oracle interface {
 	// Committed returns the cluster's id and the offset of the last
 	// committed record of its metadata log (DescribeQuorum's high
@@ -70,11 +85,20 @@ type EmulationConfig struct {
 	Store consistency.Store
 	// Oracle asks the cluster. Required.
 	Oracle Oracle
+	// Healer checks the store against the committed offset when a broker
+	// does not catch up. Nil: the Emulator makes one of its own on Store
+	// and Oracle, reporting to OnHealed, and closes it with itself.
+	Healer *Healer
 	// MaxWait bounds how long a request waits for its broker to catch up
 	// before it fails with an *InconsistentMetadataError (Produce and
 	// Fetch are written anyway, as a broker without KIP-1243 would
 	// answer them: see waitFor). Zero or less means 10s.
 	MaxWait time.Duration
+	// LearnMaxWait bounds how long an answer is held while the Emulator
+	// learns what it implies (the committed offset after a write, the
+	// broker's applied offset after a read); the question goes on after
+	// the answer went to kgo. Zero or less means 1s.
+	LearnMaxWait time.Duration
 	// AskTimeout bounds each question to the Oracle. Zero or less means
 	// 5s.
 	AskTimeout time.Duration
@@ -88,8 +112,8 @@ type EmulationConfig struct {
 	// the cluster cannot support it (DescribeQuorum refused, no
 	// FinalizedFeaturesEpoch). May be nil.
 	OnOff func(reason error)
-	// OnHealed is called when a wait found the store beyond the cluster's
-	// committed offset and lowered it (see Heal). May be nil.
+	// OnHealed is told when the Emulator's own Healer lowered the store
+	// (see Healer). Unused with Healer set. May be nil.
 	OnHealed func(from, to consistency.Token)
 }
 
@@ -98,9 +122,17 @@ var ErrEmulationUnsupported = errors.New("wire: the cluster cannot support emula
 
 // Emulator makes consistency tokens from KRaft offsets; see the comment at
 // the top of emulate.go. One Emulator serves every Interceptor of a
-// factory, so that what one client learns of a broker serves all.
+// factory, so that what one client learns of a broker serves all. Close
+// ends its questions.
 type Emulator struct {
-	cfg EmulationConfig
+	cfg     EmulationConfig
+	healer  *Healer
+	ownHeal bool // healer is the Emulator's own: Close closes it
+	ask     *asker
+	// committed asks DescribeQuorum and advances the store to the
+	// committed offset; its first answer verifies the cluster.
+	committed question
+
 	off atomic.Bool
 	// verified: the cluster answered DescribeQuorum once. Until then no
 	// token is made from what brokers say they applied: a server that
@@ -109,10 +141,8 @@ type Emulator struct {
 	verified atomic.Bool
 	// nativeSeen: some broker's response headers carried tokens.
 	nativeSeen atomic.Bool
-	// lastVerify is when verify last asked (unix nanoseconds), so that a
-	// cluster that cannot answer is asked at most once a second.
+	// lastVerify is when verification was last asked (unix nanoseconds).
 	lastVerify atomic.Int64
-	lastHeal   atomic.Int64 // when heal last asked (unix nanoseconds)
 	offOnce    sync.Once
 
 	mu      sync.Mutex
@@ -123,10 +153,11 @@ type Emulator struct {
 
 // brokerView is what the Emulator knows of one broker address.
 type brokerView struct {
+	addr    string
 	applied atomic.Int64 // highest applied offset known; -1 for none
 	native  atomic.Bool  // its response headers carry tokens
 	plain   atomic.Bool  // its flexible response headers carry none
-	probe   sync.Mutex   // one question to the broker at a time
+	probe   question     // asks the broker how far it applied
 }
 
 // NewEmulator returns an Emulator for cfg.
@@ -137,17 +168,36 @@ func NewEmulator(cfg EmulationConfig) (*Emulator, error) {
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 10 * time.Second
 	}
+	if cfg.LearnMaxWait <= 0 {
+		cfg.LearnMaxWait = time.Second
+	}
 	if cfg.AskTimeout <= 0 {
 		cfg.AskTimeout = 5 * time.Second
 	}
-	return &Emulator{cfg: cfg, brokers: make(map[string]*brokerView)}, nil
+	e := &Emulator{cfg: cfg, brokers: make(map[string]*brokerView), ask: newAsker(cfg.AskTimeout), healer: cfg.Healer}
+	if e.healer == nil {
+		e.healer = NewHealer(HealerConfig{Store: cfg.Store, Oracle: cfg.Oracle, OnHealed: cfg.OnHealed, Logger: cfg.Logger, Timeout: cfg.AskTimeout})
+		e.ownHeal = true
+	}
+	e.committed.run = e.learnCommitted
+	return e, nil
+}
+
+// Close ends the questions under way and waits for their goroutines (and
+// closes the Emulator's own Healer). Connections still open go on as plain
+// franz-go's would.
+func (e *Emulator) Close() {
+	e.ask.close()
+	if e.ownHeal {
+		e.healer.Close()
+	}
 }
 
 // EmulationStats counts what an Emulator did.
 type EmulationStats struct {
 	Waits  uint64 // requests held for a broker to catch up
 	Probes uint64 // questions about a broker's applied offset
-	Learnt uint64 // committed offsets learnt after writes
+	Learnt uint64 // committed offsets learnt
 	Off    bool   // the emulation turned itself off
 }
 
@@ -164,8 +214,9 @@ func (e *Emulator) view(addr string) *brokerView {
 	defer e.mu.Unlock()
 	v := e.brokers[addr]
 	if v == nil {
-		v = new(brokerView)
+		v = &brokerView{addr: addr}
 		v.applied.Store(-1)
+		v.probe.run = func(ctx context.Context) { e.askApplied(ctx, v) }
 		e.brokers[addr] = v
 	}
 	return v
@@ -233,52 +284,61 @@ func (e *Emulator) sawHeader(v *brokerView, token bool) {
 	}
 }
 
-// needsWait reports whether a request of key sent to v with the store at
-// cur must first wait for the broker: only handshake requests never do.
-// It is on every request's path: two atomic loads when nothing is owed.
-func (e *Emulator) needsWait(v *brokerView, key int16, cur consistency.Token) bool {
-	if cur.IsUnknown() || !e.active(v) || (e.verified.Load() && v.applied.Load() >= cur.Offset()) {
-		return false
+// beforeWrite is the writer's call, before a request of key goes to the
+// broker of v with the store at cur: it returns once the broker is known
+// to have applied cur, or the request's bound is over (see waitFor).
+// waited reports whether it held the request (the store may have moved
+// meanwhile). With nothing owed it costs a few atomic loads.
+func (e *Emulator) beforeWrite(v *brokerView, key int16, cur consistency.Token, deadline time.Time, stop func() error) (waited bool, err error) {
+	if cur.IsUnknown() || v.applied.Load() >= cur.Offset() || neverHeld(key) || !e.active(v) {
+		return false, nil
 	}
-	switch key {
-	case apiVersionsKey, saslHandshakeKey, saslAuthenticateKey:
-		return false
-	}
-	return true
+	return true, e.waitFor(v, key, cur, deadline, stop)
 }
 
-// waitFor holds a request of key until the broker at addr has applied
-// target, asking it again with a growing pause, for at most MaxWait and
-// never past deadline (kgo's write deadline; zero for none) or after
-// stop reports an error. It returns nil once the broker caught up. When it
-// did not, Produce and Fetch go out anyway (nil): a broker that does not
-// know a topic yet answers them with a retriable error, which kgo handles
-// as it would without tokens, while failing their connection would make an
-// idempotent producer retry a batch forever. Every other request fails
-// with an *InconsistentMetadataError, which kgo retries on a new
-// connection and returns once its retry budget ends, as with a KIP-1243
-// broker that stayed behind.
-func (e *Emulator) waitFor(v *brokerView, addr string, key int16, target int64, deadline time.Time, stop func() error) error {
-	start := time.Now()
-	healed := false
-	if !e.verify() {
-		return nil // not (yet) known to keep a metadata log: no waiting
-	}
-	if v.applied.Load() >= target {
-		return nil
-	}
+// waitFor holds a request of key until the broker of v has applied cur,
+// asking it again with a growing pause, for at most MaxWait (dataMaxWait
+// for data) and never past deadline (kgo's write deadline; zero for none)
+// or after stop reports an error. It returns nil once the broker caught
+// up. When it did not, Produce and Fetch go out anyway (nil): a broker that
+// does not know a topic yet answers them with a retriable error, which kgo
+// handles as it would without tokens, while failing their connection
+// would make an idempotent producer retry a batch forever. Every other
+// request fails with an *InconsistentMetadataError, which kgo retries on a
+// new connection and returns once its retry budget ends, as with a
+// KIP-1243 broker that stayed behind.
+func (e *Emulator) waitFor(v *brokerView, key int16, cur consistency.Token, deadline time.Time, stop func() error) error {
+	target := cur.Offset()
 	e.waits.Add(1)
+	start := time.Now()
 	wait := e.cfg.MaxWait
-	if key == produceKey || key == fetchKey {
+	if isData(key) {
 		wait = min(wait, dataMaxWait)
 	}
-	end := time.Now().Add(wait)
+	end := start.Add(wait)
 	if !deadline.IsZero() {
-		// Leave the write itself time before kgo's write deadline.
 		end = minTime(end, deadline.Add(-writeMargin))
 	}
-	pause := time.Millisecond
+	if !e.verified.Load() {
+		// Nothing is known to be behind until the cluster answered a
+		// DescribeQuorum: wait for one within the bound, or go out.
+		done := e.verify()
+		if done == nil {
+			return nil
+		}
+		if err := await(done, end, stop); err != nil {
+			if err == errBound {
+				return nil
+			}
+			return err
+		}
+		if !e.verified.Load() {
+			return nil
+		}
+	}
+	pause := pauseMin
 	progress, moved := v.applied.Load(), time.Now()
+	healAsked := false
 	for {
 		if v.applied.Load() >= target || e.off.Load() {
 			return nil
@@ -286,7 +346,18 @@ func (e *Emulator) waitFor(v *brokerView, addr string, key int16, target int64, 
 		if err := stop(); err != nil {
 			return err
 		}
-		e.probe(v, addr, end, false)
+		// The Healer may have lowered the store, or another cluster's
+		// adoption reset it.
+		if now := e.cfg.Store.Load(); now.ClusterID() != cur.ClusterID() {
+			return nil
+		} else if now.Offset() < target {
+			target = now.Offset()
+			continue
+		}
+		// A question that does not come back is no progress either.
+		if err := await(e.ask.ask(&v.probe, false), minTime(end, moved.Add(stallAfter)), stop); err != nil && err != errBound {
+			return err
+		}
 		if v.applied.Load() >= target || e.off.Load() {
 			return nil
 		}
@@ -296,75 +367,23 @@ func (e *Emulator) waitFor(v *brokerView, addr string, key int16, target int64, 
 		}
 		if a := v.applied.Load(); a > progress {
 			progress, moved = a, time.Now()
-		} else if time.Since(moved) > stallAfter {
-			// A KRaft broker applies a no-op record every 500ms even
-			// when idle: one that shows no progress at all is stuck
-			// (fenced, partitioned from the quorum). Give up on it, so
-			// that kgo retries where it can.
-			break
+		} else if time.Since(moved) >= stallAfter {
+			break // stuck: give up on it, so that kgo retries where it can
 		}
 		// A broker that stays behind for long may be behind a token no
-		// broker will ever reach: check that once, and follow the store
-		// down if it was lowered.
-		if !healed && time.Since(start) > healAfter {
-			healed = true
-			if e.heal() {
-				if cur := e.cfg.Store.Load(); cur.Offset() < target {
-					target = cur.Offset()
-				}
-				continue
-			}
+		// broker will ever reach: have that checked (once per wait).
+		if !healAsked && time.Since(start) > healAfter {
+			healAsked = true
+			e.healer.Check()
 		}
 		time.Sleep(min(pause, left))
-		pause = min(2*pause, 50*time.Millisecond)
+		pause = min(2*pause, pauseMax)
 	}
-	e.log(kgo.LogLevelWarn, "broker stayed behind the consistency token", "addr", addr, "key", key, "token", target, "broker_at", v.applied.Load())
-	if key == produceKey || key == fetchKey {
+	e.log(kgo.LogLevelWarn, "broker stayed behind the consistency token", "addr", v.addr, "key", key, "token", target, "broker_at", v.applied.Load())
+	if isData(key) {
 		return nil
 	}
-	return &InconsistentMetadataError{Addr: addr, APIKey: key, Sent: target, BrokerAt: v.applied.Load()}
-}
-
-// dataMaxWait bounds the hold of a Produce or Fetch, which go out
-// afterwards anyway (see waitFor): a leader that knows the partition
-// serves them correctly, only perhaps under an older config, and a longer
-// hold would only slow every batch while one broker lags. writeMargin is
-// left before kgo's write deadline for the write itself.
-const (
-	dataMaxWait = time.Second
-	writeMargin = 100 * time.Millisecond
-)
-
-// stallAfter is how long a broker may show no progress at all before a
-// request waiting for it gives up early.
-const stallAfter = 1500 * time.Millisecond
-
-// healAfter is how long a request waits for its broker before the token
-// itself is checked against the committed offset.
-const healAfter = 250 * time.Millisecond
-
-// probe asks the broker at addr how far it has applied. A caller that
-// found a probe under way waits for it and, unless it needs an answer
-// given after its call began (fresh), uses that one instead of asking too.
-func (e *Emulator) probe(v *brokerView, addr string, end time.Time, fresh bool) {
-	before := v.applied.Load()
-	v.probe.Lock()
-	defer v.probe.Unlock()
-	if !fresh && v.applied.Load() > before {
-		return
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), minTime(end, time.Now().Add(e.cfg.AskTimeout)))
-	defer cancel()
-	e.probes.Add(1)
-	applied, err := e.cfg.Oracle.Applied(ctx, addr)
-	switch {
-	case err != nil:
-		e.log(kgo.LogLevelDebug, "asking a broker for its applied metadata offset failed", "addr", addr, "err", err)
-	case applied < 0:
-		e.turnOff(fmt.Errorf("%w: broker %s answers ApiVersions without FinalizedFeaturesEpoch (not a KRaft broker?)", ErrEmulationUnsupported, addr))
-	default:
-		v.saw(applied)
-	}
+	return &InconsistentMetadataError{Addr: v.addr, APIKey: key, Sent: target, BrokerAt: v.applied.Load()}
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -374,26 +393,36 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// verify reports whether the cluster answered DescribeQuorum, asking it
-// when nobody did in the last second.
-func (e *Emulator) verify() bool {
-	if e.verified.Load() {
-		return true
+// askApplied asks how far the broker of v has applied; a probe question.
+func (e *Emulator) askApplied(ctx context.Context, v *brokerView) {
+	e.probes.Add(1)
+	applied, err := e.cfg.Oracle.Applied(ctx, v.addr)
+	switch {
+	case err != nil:
+		e.log(kgo.LogLevelDebug, "asking a broker for its applied metadata offset failed", "addr", v.addr, "err", err)
+	case applied < 0:
+		e.turnOff(fmt.Errorf("%w: broker %s answers ApiVersions without FinalizedFeaturesEpoch (not a KRaft broker?)", ErrEmulationUnsupported, v.addr))
+	default:
+		v.saw(applied)
 	}
-	now := time.Now().UnixNano()
-	last := e.lastVerify.Load()
-	if now-last < int64(time.Second) || !e.lastVerify.CompareAndSwap(last, now) {
-		return false
-	}
-	e.learnCommitted()
-	return e.verified.Load()
 }
 
-// learnCommitted advances the store to the cluster's committed offset,
-// after a response to a metadata write.
-func (e *Emulator) learnCommitted() {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.AskTimeout)
-	defer cancel()
+// verify returns a channel closed once the DescribeQuorum under way, or
+// one asked now, is answered: its answer verifies the cluster. It returns
+// nil when the last one began less than verifyEvery ago and is over: the
+// cluster did not answer then, and is not asked again so soon.
+func (e *Emulator) verify() <-chan struct{} {
+	now := time.Now().UnixNano()
+	last := e.lastVerify.Load()
+	if (last != 0 && now-last < int64(verifyEvery)) || !e.lastVerify.CompareAndSwap(last, now) {
+		return e.ask.joinRunning(&e.committed)
+	}
+	return e.ask.ask(&e.committed, false)
+}
+
+// learnCommitted asks the committed offset and advances the store to it;
+// the committed question.
+func (e *Emulator) learnCommitted(ctx context.Context) {
 	c, err := e.cfg.Oracle.Committed(ctx)
 	if err != nil {
 		switch {
@@ -404,37 +433,12 @@ func (e *Emulator) learnCommitted() {
 			e.turnOff(fmt.Errorf("%w: DescribeQuorum refused: %w", ErrEmulationUnsupported, err))
 			return
 		}
-		e.log(kgo.LogLevelWarn, "learning the committed metadata offset after a write failed; the write may not be visible at once", "err", err)
+		e.log(kgo.LogLevelWarn, "learning the committed metadata offset failed; a write may not be visible at once", "err", err)
 		return
 	}
 	e.learnt.Add(1)
 	e.verified.Store(true)
 	e.advance(c)
-}
-
-// learnApplied advances the store to what the broker at addr has applied
-// now, after it answered a metadata read: at least what it showed.
-// cluster names the cluster when the store does not know it yet.
-func (e *Emulator) learnApplied(v *brokerView, addr, cluster string) {
-	if cur := e.cfg.Store.Load(); !cur.IsUnknown() {
-		cluster = cur.ClusterID()
-	}
-	if cluster == "" {
-		return
-	}
-	if !e.verify() {
-		return
-	}
-	// Only an answer given after this response can stand for what it
-	// showed: probe asks unless a newer answer arrives meanwhile.
-	e.probe(v, addr, time.Now().Add(e.cfg.AskTimeout), true)
-	applied := v.applied.Load()
-	if applied < 0 {
-		return
-	}
-	if c, err := consistency.Of(cluster, applied); err == nil {
-		e.advance(c)
-	}
 }
 
 func (e *Emulator) advance(c consistency.Token) {
@@ -444,54 +448,90 @@ func (e *Emulator) advance(c consistency.Token) {
 	}
 }
 
-const (
-	fetchKey            = 1
-	saslAuthenticateKey = 36
-)
-
 // isAuthorization reports whether err says the principal may not describe
 // the quorum (CLUSTER_AUTHORIZATION_FAILED), which no retry changes.
 func isAuthorization(err error) bool {
 	return errors.Is(err, kerr.ClusterAuthorizationFailed)
 }
 
-// writesMetadata reports whether a request of key changes the cluster
-// metadata that reads serve, so that its answer must teach the store the
-// committed offset:
-//
-//   - 19 CreateTopics, 20 DeleteTopics, 37 CreatePartitions: topics and
-//     partitions every client routes by.
-//   - 33 AlterConfigs, 44 IncrementalAlterConfigs: configs DescribeConfigs
-//     reads back.
-//   - 30 CreateAcls, 31 DeleteAcls: what DescribeAcls reads and what the
-//     broker authorizes.
-//   - 45 AlterPartitionReassignments, 43 ElectLeaders: replicas and
-//     leaders in Metadata.
-//   - 49 AlterClientQuotas, 51 AlterUserScramCredentials, 57
-//     UpdateFeatures: read back by their Describe calls.
-//
-// Group offsets and records live in data logs, not the metadata log, and
-// are not in the list.
-func writesMetadata(key int16) bool {
-	switch key {
-	case 19, 20, 37, 33, 44, 30, 31, 45, 43, 49, 51, 57:
-		return true
-	}
-	return false
+// holds reports whether the reader must hold the answer of key whose
+// header was just parsed, for afterRead to learn from its body: the broker
+// is emulated, the header carries no token of its own, and the request
+// wrote or read metadata. It asks nothing.
+func (e *Emulator) holds(v *brokerView, key int16, token bool) bool {
+	return !token && (writesMetadata(key) || readsMetadata(key)) && e.active(v)
 }
 
-// readsMetadata reports whether an answer to key shows the broker's
-// metadata image, so that a later read must not show an older one:
-// Metadata (3), DescribeConfigs (32), DescribeAcls (29),
-// ListPartitionReassignments (46), DescribeClientQuotas (48),
-// DescribeUserScramCredentials (50), DescribeCluster (60) and
-// DescribeTopicPartitions (75).
-func readsMetadata(key int16) bool {
-	switch key {
-	case 3, 32, 29, 46, 48, 50, 60, 75:
-		return true
+// answer is what afterRead is told of one response.
+type answer struct {
+	key, version int16
+	flexible     bool          // its header is flexible
+	token        bool          // its header carried a token
+	apiVersions  []byte        // an ApiVersions body
+	resp         kmsg.Response // the decoded body, when the reader held it
+	deadline     time.Time     // the read deadline kgo set; zero for none
+}
+
+// afterRead is the reader's call, once per answer, before kgo reads it:
+// it notes what the header says of the broker, and learns from a held
+// answer what it implies, for at most LearnMaxWait and never past the read
+// deadline.
+func (e *Emulator) afterRead(v *brokerView, a *answer) {
+	if a.flexible {
+		e.sawHeader(v, a.token)
 	}
-	return false
+	if a.apiVersions != nil {
+		v.saw(finalizedEpoch(a.version, a.apiVersions))
+		return
+	}
+	if a.token || a.resp == nil || !e.active(v) {
+		return
+	}
+	end := time.Now().Add(e.cfg.LearnMaxWait)
+	if !a.deadline.IsZero() {
+		end = minTime(end, a.deadline)
+	}
+	switch {
+	case writesMetadata(a.key):
+		// The committed offset read after this answer covers the write:
+		// the caller cannot send its next request before the token has it.
+		e.lastVerify.Store(time.Now().UnixNano())
+		_ = await(e.ask.ask(&e.committed, true), end, nil)
+	case readsMetadata(a.key):
+		cluster := ""
+		if m, ok := a.resp.(*kmsg.MetadataResponse); ok && m.ClusterID != nil {
+			cluster = *m.ClusterID
+		}
+		e.learnApplied(v, cluster, end)
+	}
+}
+
+// learnApplied advances the store to what the broker of v has applied
+// now, after it answered a metadata read: at least what it showed.
+// cluster names the cluster when the store does not know it yet.
+func (e *Emulator) learnApplied(v *brokerView, cluster string, end time.Time) {
+	if cur := e.cfg.Store.Load(); !cur.IsUnknown() {
+		cluster = cur.ClusterID()
+	}
+	if cluster == "" {
+		return
+	}
+	if !e.verified.Load() {
+		e.verify() // in the background: a read's answer is not held for it
+		return
+	}
+	// Only an answer given after this response can stand for what it
+	// showed.
+	if await(e.ask.ask(&v.probe, true), end, nil) != nil {
+		return
+	}
+	applied := v.applied.Load()
+	if applied < 0 {
+		return
+	}
+	if c, err := consistency.Of(cluster, applied); err == nil {
+		e.advance(c)
+	}
 }
 
 // finalizedEpoch returns an ApiVersions body's FinalizedFeaturesEpoch, or
@@ -507,74 +547,4 @@ func finalizedEpoch(version int16, body []byte) int64 {
 		return -1
 	}
 	return r.FinalizedFeaturesEpoch
-}
-
-// emulates reports whether the answer whose header was just parsed must be
-// held for the Emulator: it carries no token of its own, and the request
-// wrote or read metadata.
-func (c *conn) emulates(req *inflight, h *respHeader) bool {
-	if c.view == nil || h.hasState || !c.i.emu.active(c.view) || c.rbody <= 0 || c.rbody > maxHeldFrame {
-		return false
-	}
-	return writesMetadata(req.key) || readsMetadata(req.key)
-}
-
-// emulate teaches the store what the held answer resp to req implies,
-// before kgo reads it.
-func (c *conn) emulate(req inflight, resp kmsg.Response) {
-	e := c.i.emu
-	if writesMetadata(req.key) {
-		e.learnCommitted()
-		return
-	}
-	cluster := ""
-	if m, ok := resp.(*kmsg.MetadataResponse); ok && m.ClusterID != nil {
-		cluster = *m.ClusterID
-	}
-	e.learnApplied(c.view, c.addr, cluster)
-}
-
-// Heal checks store against the cluster's committed metadata offset and,
-// when it holds a token of that cluster beyond it (a token no broker can
-// ever reach: forged, or a metadata log restored under the same cluster
-// id), swaps it down to the committed offset. It reports the token it
-// replaced and the one it stored; healed is false when the store was
-// sound (or changed meanwhile).
-func Heal(ctx context.Context, store consistency.Store, o Oracle) (from, to consistency.Token, healed bool, err error) {
-	committed, err := o.Committed(ctx)
-	if err != nil {
-		return consistency.Token{}, consistency.Token{}, false, err
-	}
-	cur := store.Load()
-	if cur.IsUnknown() || cur.ClusterID() != committed.ClusterID() || cur.Offset() <= committed.Offset() {
-		return cur, cur, false, nil
-	}
-	if !store.CompareAndSwap(cur, committed) {
-		return cur, store.Load(), false, nil
-	}
-	return cur, committed, true, nil
-}
-
-// heal runs Heal on the emulator's store, at most once a second, and
-// reports whether the store was lowered.
-func (e *Emulator) heal() bool {
-	now := time.Now().UnixNano()
-	last := e.lastHeal.Load()
-	if now-last < int64(time.Second) || !e.lastHeal.CompareAndSwap(last, now) {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.AskTimeout)
-	defer cancel()
-	from, to, healed, err := Heal(ctx, e.cfg.Store, e.cfg.Oracle)
-	if err != nil {
-		e.log(kgo.LogLevelDebug, "checking the consistency token against the committed offset failed", "err", err)
-		return false
-	}
-	if healed {
-		e.log(kgo.LogLevelWarn, "consistency token was beyond the cluster's committed metadata offset; lowered to it", "from", from.String(), "to", to.String())
-		if e.cfg.OnHealed != nil {
-			e.cfg.OnHealed(from, to)
-		}
-	}
-	return healed
 }

@@ -6,33 +6,56 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
 )
 
 // scriptedOracle answers from fields a test sets; each broker catches up
-// by step per question, as a lagging broker applies the log.
+// by step per question, as a lagging broker applies the log. A question
+// to a hung broker, or a hung DescribeQuorum, is answered only when its
+// context ends.
 type scriptedOracle struct {
-	mu        sync.Mutex
-	applied   map[string]int64
-	step      int64
-	committed consistency.Token
-	err       error
-	asked     atomic.Int64
+	mu         sync.Mutex
+	applied    map[string]int64
+	step       int64
+	committed  consistency.Token
+	err        error
+	hung       map[string]bool // brokers whose ApiVersions never answer
+	hungQuorum bool            // DescribeQuorum never answers
+	asked      atomic.Int64    // Applied questions
+	quorum     atomic.Int64    // Committed questions
 }
 
-func (o *scriptedOracle) Committed(context.Context) (consistency.Token, error) {
+func (o *scriptedOracle) Committed(ctx context.Context) (consistency.Token, error) {
+	o.quorum.Add(1)
+	o.mu.Lock()
+	hung := o.hungQuorum
+	o.mu.Unlock()
+	if hung {
+		<-ctx.Done()
+		return consistency.Token{}, ctx.Err()
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.committed, o.err
 }
 
-func (o *scriptedOracle) Applied(_ context.Context, addr string) (int64, error) {
+func (o *scriptedOracle) Applied(ctx context.Context, addr string) (int64, error) {
 	o.asked.Add(1)
+	o.mu.Lock()
+	hung := o.hung[addr]
+	o.mu.Unlock()
+	if hung {
+		<-ctx.Done()
+		return -1, ctx.Err()
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	a := o.applied[addr]
@@ -42,109 +65,318 @@ func (o *scriptedOracle) Applied(_ context.Context, addr string) (int64, error) 
 	return a, nil
 }
 
-func newTestEmulator(t *testing.T, o Oracle, wait time.Duration) (*Emulator, *consistency.MemoryStore, *[]error) {
+func (o *scriptedOracle) set(fn func(o *scriptedOracle)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fn(o)
+}
+
+// newTestEmulator returns an Emulator on o that has verified the cluster
+// (o.committed must be a token of cluster "c", or Unknown), closed with
+// the test.
+func newTestEmulator(t *testing.T, o *scriptedOracle, mod func(*EmulationConfig)) (*Emulator, *consistency.MemoryStore, *[]error) {
 	t.Helper()
 	store := consistency.NewMemoryStore()
 	var offs []error
-	e, err := NewEmulator(EmulationConfig{Store: store, Oracle: o, MaxWait: wait, OnOff: func(err error) { offs = append(offs, err) }})
+	cfg := EmulationConfig{Store: store, Oracle: o, OnOff: func(err error) { offs = append(offs, err) }}
+	if mod != nil {
+		mod(&cfg)
+	}
+	e, err := NewEmulator(cfg)
 	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	e.learnCommitted(t.Context())
+	require.True(t, e.verified.Load() || o.err != nil)
 	return e, store, &offs
 }
 
 func noStop() error { return nil }
 
-func TestEmulatorWaitsForLaggingBroker(t *testing.T) {
-	o := &scriptedOracle{applied: map[string]int64{"b1": 10}, step: 5}
-	e, _, _ := newTestEmulator(t, o, 5*time.Second)
-	v := e.view("b1")
-	v.saw(10)
-	cur := consistency.MustOf("c", 30)
-	require.False(t, e.needsWait(v, apiVersionsKey, cur), "the handshake never waits")
-	require.True(t, e.needsWait(v, metadataKey, cur))
-	require.NoError(t, e.waitFor(v, "b1", metadataKey, 30, time.Time{}, noStop))
-	require.GreaterOrEqual(t, v.applied.Load(), int64(30))
-	require.False(t, e.needsWait(v, metadataKey, cur), "a broker known to be caught up costs nothing")
-	require.EqualValues(t, 1, e.Stats().Waits)
+// advance moves store to cluster@offset and returns that token.
+func advance(t *testing.T, store consistency.Store, cluster string, offset int64) consistency.Token {
+	t.Helper()
+	tok := consistency.MustOf(cluster, offset)
+	_, err := store.Advance(tok)
+	require.NoError(t, err)
+	return tok
 }
 
+func maxWait(d time.Duration) func(*EmulationConfig) {
+	return func(c *EmulationConfig) { c.MaxWait = d }
+}
+
+// TestEmulatorWaitsForLaggingBroker: a request to a broker behind the
+// token is written once the broker caught up, which it shows to the
+// questions asked with a pause doubling from 1ms: 10, 15, 20, 25, 30
+// after 0, 1, 3, 7 and 15ms.
+func TestEmulatorWaitsForLaggingBroker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{applied: map[string]int64{"b1": 10}, step: 5}
+		e, store, _ := newTestEmulator(t, o, maxWait(5*time.Second))
+		v := e.view("b1")
+		v.saw(10)
+		cur := advance(t, store, "c", 30)
+		waited, err := e.beforeWrite(v, apiVersionsKey, cur, time.Time{}, noStop)
+		require.False(t, waited, "the handshake never waits")
+		require.NoError(t, err)
+		start := time.Now()
+		waited, err = e.beforeWrite(v, metadataKey, cur, time.Time{}, noStop)
+		require.True(t, waited)
+		require.NoError(t, err)
+		require.Equal(t, 15*time.Millisecond, time.Since(start))
+		require.EqualValues(t, 30, v.applied.Load())
+		require.EqualValues(t, 5, o.asked.Load())
+		waited, err = e.beforeWrite(v, metadataKey, cur, time.Time{}, noStop)
+		require.False(t, waited, "a broker known to be caught up costs nothing")
+		require.NoError(t, err)
+		require.EqualValues(t, 1, e.Stats().Waits)
+	})
+}
+
+// TestEmulatorBrokerNeverCatchesUp: a request waits MaxWait, then fails
+// with an *InconsistentMetadataError, except Produce and Fetch, which go
+// out; kgo's write deadline, less writeMargin, ends a wait first, and so
+// does a dead connection.
 func TestEmulatorBrokerNeverCatchesUp(t *testing.T) {
-	o := &scriptedOracle{applied: map[string]int64{"b1": 10}}
-	e, _, _ := newTestEmulator(t, o, 150*time.Millisecond)
-	v := e.view("b1")
-	start := time.Now()
-	err := e.waitFor(v, "b1", metadataKey, 30, time.Time{}, noStop)
-	require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
-	var ime *InconsistentMetadataError
-	require.ErrorAs(t, err, &ime)
-	require.EqualValues(t, 30, ime.Sent)
-	require.EqualValues(t, 10, ime.BrokerAt)
-	require.Less(t, time.Since(start), 2*time.Second)
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{applied: map[string]int64{"b1": 10}}
+		e, store, _ := newTestEmulator(t, o, maxWait(150*time.Millisecond))
+		v := e.view("b1")
+		cur := advance(t, store, "c", 30)
+		start := time.Now()
+		_, err := e.beforeWrite(v, metadataKey, cur, time.Time{}, noStop)
+		require.Equal(t, 150*time.Millisecond, time.Since(start))
+		require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+		var ime *InconsistentMetadataError
+		require.ErrorAs(t, err, &ime)
+		require.EqualValues(t, 30, ime.Sent)
+		require.EqualValues(t, 10, ime.BrokerAt)
 
-	require.NoError(t, e.waitFor(v, "b1", produceKey, 30, time.Time{}, noStop), "produce goes out after the bound: the broker answers it with a retriable error")
+		start = time.Now()
+		_, err = e.beforeWrite(v, produceKey, cur, time.Time{}, noStop)
+		require.NoError(t, err, "produce goes out after the bound: the broker answers it with a retriable error")
+		require.Equal(t, 150*time.Millisecond, time.Since(start))
 
-	deadline := time.Now().Add(20 * time.Millisecond)
-	start = time.Now()
-	require.Error(t, e.waitFor(v, "b1", metadataKey, 30, deadline, noStop))
-	require.Less(t, time.Since(start), 140*time.Millisecond, "kgo's write deadline ends the wait first")
+		long, longStore, _ := newTestEmulator(t, o, maxWait(5*time.Second))
+		lv := long.view("b1")
+		advance(t, longStore, "c", 30)
+		start = time.Now()
+		_, err = long.beforeWrite(lv, metadataKey, cur, start.Add(300*time.Millisecond), noStop)
+		require.Error(t, err)
+		require.Equal(t, 200*time.Millisecond, time.Since(start), "kgo's write deadline less writeMargin ends the wait")
+		start = time.Now()
+		_, err = long.beforeWrite(lv, produceKey, cur, time.Time{}, noStop)
+		require.NoError(t, err)
+		require.Equal(t, dataMaxWait, time.Since(start), "a produce waits at most the data bound")
 
-	closed := errors.New("closed")
-	require.ErrorIs(t, e.waitFor(v, "b1", metadataKey, 30, time.Time{}, func() error { return closed }), closed)
+		closed := errors.New("closed")
+		_, err = e.beforeWrite(v, metadataKey, cur, time.Time{}, func() error { return closed })
+		require.ErrorIs(t, err, closed)
+	})
+}
+
+// TestEmulatorHungQuestions: a broker whose ApiVersions never answers and
+// a DescribeQuorum that never answers hold a request no longer than its
+// own bound and an answer no longer than LearnMaxWait or its read
+// deadline, while the questions go on (one at a time) until AskTimeout;
+// other brokers' answers are not held by them.
+func TestEmulatorHungQuestions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{applied: map[string]int64{"ok": 50}, hung: map[string]bool{"hung": true}, committed: consistency.MustOf("c", 50)}
+		e, store, _ := newTestEmulator(t, o, nil)
+		require.Equal(t, consistency.MustOf("c", 50), store.Load())
+		hung, ok := e.view("hung"), e.view("ok")
+		o.set(func(o *scriptedOracle) { o.hungQuorum = true })
+
+		cur := store.Load()
+		start := time.Now()
+		_, err := e.beforeWrite(hung, produceKey, cur, start.Add(500*time.Millisecond), noStop)
+		require.NoError(t, err)
+		require.Equal(t, 400*time.Millisecond, time.Since(start), "a produce with a 500ms write deadline waits 400ms")
+		start = time.Now()
+		_, err = e.beforeWrite(hung, metadataKey, cur, time.Time{}, noStop)
+		require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+		require.Equal(t, stallAfter, time.Since(start), "a broker that shows no progress, answers included, is given up after stallAfter")
+		require.EqualValues(t, 1, o.asked.Load(), "one hung question at a time: the read joined the produce's")
+
+		// A metadata write's answer: the committed offset is asked and
+		// never comes; the answer goes to kgo after LearnMaxWait, or at
+		// its read deadline.
+		created := &answer{key: int16(kmsg.CreateTopics), flexible: true, resp: kmsg.NewPtrCreateTopicsResponse()}
+		start = time.Now()
+		e.afterRead(ok, created)
+		require.Equal(t, time.Second, time.Since(start))
+		created.deadline = time.Now().Add(300 * time.Millisecond)
+		start = time.Now()
+		e.afterRead(ok, created)
+		require.Equal(t, 300*time.Millisecond, time.Since(start))
+
+		// Another client's metadata read on a sound broker: not held.
+		o.set(func(o *scriptedOracle) { o.applied["ok"] = 60 })
+		start = time.Now()
+		e.afterRead(ok, &answer{key: metadataKey, flexible: true, resp: kmsg.NewPtrMetadataResponse()})
+		require.Zero(t, time.Since(start))
+		require.Equal(t, consistency.MustOf("c", 60), store.Load())
+		require.LessOrEqual(t, o.quorum.Load(), int64(3), "DescribeQuorum is asked one at a time")
+	})
+}
+
+// TestEmulatorHeals: a store beyond the committed offset, which no broker
+// will reach, is lowered by the Healer once a request waited healAfter,
+// and the request goes out once its broker has what the store now holds.
+func TestEmulatorHeals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{applied: map[string]int64{"b1": 40}, committed: consistency.MustOf("c", 40)}
+		var healed [][2]consistency.Token
+		logs := &warnings{}
+		e, store, _ := newTestEmulator(t, o, func(c *EmulationConfig) {
+			c.MaxWait = 5 * time.Second
+			c.Logger = logs
+			c.OnHealed = func(from, to consistency.Token) { healed = append(healed, [2]consistency.Token{from, to}) }
+		})
+		forged := consistency.MustOf("c", 100)
+		_, err := store.Advance(forged)
+		require.NoError(t, err)
+		start := time.Now()
+		_, err = e.beforeWrite(e.view("b1"), metadataKey, forged, time.Time{}, noStop)
+		require.NoError(t, err)
+		// Pauses 1, 2, 4 ... 50ms: past healAfter at 263ms, the check
+		// runs during the next pause.
+		require.Equal(t, 313*time.Millisecond, time.Since(start))
+		synctest.Wait() // the Healer's goroutine has returned
+		require.Equal(t, [][2]consistency.Token{{forged, consistency.MustOf("c", 40)}}, healed)
+		require.Equal(t, consistency.MustOf("c", 40), store.Load())
+		require.Empty(t, logs.msgs, "OnHealed reports a heal: the wire layer warns nothing of its own")
+	})
+}
+
+// warnings is a kgo.Logger that keeps warnings and errors.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (*warnings) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (w *warnings) Log(level kgo.LogLevel, msg string, _ ...any) {
+	if level <= kgo.LogLevelWarn {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.msgs = append(w.msgs, msg)
+	}
+}
+
+// TestEmulatorUnverified: until the cluster answered one DescribeQuorum,
+// a request to a broker behind the token waits only for that question,
+// within its own bound; the question is asked at most once per
+// verifyEvery; a broker past the token, and a read's answer, are not held.
+func TestEmulatorUnverified(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{applied: map[string]int64{"behind": 1}, hungQuorum: true}
+		store := knownStore(t, "c", 30)
+		e, err := NewEmulator(EmulationConfig{Store: store, Oracle: o, AskTimeout: 300 * time.Millisecond})
+		require.NoError(t, err)
+		defer e.Close()
+		behind, ahead := e.view("behind"), e.view("ahead")
+		ahead.saw(30)
+
+		start := time.Now()
+		waited, err := e.beforeWrite(ahead, metadataKey, store.Load(), time.Time{}, noStop)
+		require.False(t, waited)
+		require.NoError(t, err)
+		require.Zero(t, o.quorum.Load(), "a broker past the token needs no question")
+
+		_, err = e.beforeWrite(behind, metadataKey, store.Load(), start.Add(time.Second), noStop)
+		require.NoError(t, err, "unverified: the request goes out")
+		require.Equal(t, 300*time.Millisecond, time.Since(start), "held until DescribeQuorum gave up (AskTimeout)")
+		_, err = e.beforeWrite(behind, produceKey, store.Load(), time.Now().Add(200*time.Millisecond), noStop)
+		require.NoError(t, err)
+		require.Equal(t, 300*time.Millisecond, time.Since(start), "not asked again within verifyEvery: not held")
+		e.afterRead(behind, &answer{key: metadataKey, flexible: true, resp: kmsg.NewPtrMetadataResponse()})
+		require.Equal(t, 300*time.Millisecond, time.Since(start), "a read's answer is not held for the question")
+		require.EqualValues(t, 1, o.quorum.Load())
+		require.Zero(t, o.asked.Load())
+
+		time.Sleep(verifyEvery)
+		start = time.Now()
+		_, err = e.beforeWrite(behind, produceKey, store.Load(), start.Add(200*time.Millisecond), noStop)
+		require.NoError(t, err)
+		require.Equal(t, 100*time.Millisecond, time.Since(start), "the write deadline less the margin bounds the wait")
+		require.EqualValues(t, 2, o.quorum.Load())
+	})
 }
 
 func TestEmulatorTurnsOffWithoutFinalizedEpoch(t *testing.T) {
-	o := &scriptedOracle{applied: map[string]int64{"b1": -1}}
-	e, _, offs := newTestEmulator(t, o, time.Second)
-	v := e.view("b1")
-	require.NoError(t, e.waitFor(v, "b1", metadataKey, 30, time.Time{}, noStop), "off: requests go out as plain franz-go's")
-	require.True(t, e.Off())
-	require.Len(t, *offs, 1)
-	require.ErrorIs(t, (*offs)[0], ErrEmulationUnsupported)
-	require.False(t, e.needsWait(v, metadataKey, consistency.MustOf("c", 99)))
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{applied: map[string]int64{"b1": -1}}
+		e, store, offs := newTestEmulator(t, o, nil)
+		v := e.view("b1")
+		_, err := e.beforeWrite(v, metadataKey, advance(t, store, "c", 30), time.Time{}, noStop)
+		require.NoError(t, err, "off: requests go out as plain franz-go's")
+		require.True(t, e.Off())
+		require.Len(t, *offs, 1)
+		require.ErrorIs(t, (*offs)[0], ErrEmulationUnsupported)
+		waited, _ := e.beforeWrite(v, metadataKey, consistency.MustOf("c", 99), time.Time{}, noStop)
+		require.False(t, waited)
+	})
 }
 
 func TestEmulatorLearnsCommittedOffset(t *testing.T) {
-	o := &scriptedOracle{committed: consistency.MustOf("c", 41)}
-	e, store, offs := newTestEmulator(t, o, time.Second)
-	e.learnCommitted()
-	require.Equal(t, consistency.MustOf("c", 41), store.Load())
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{}
+		e, store, offs := newTestEmulator(t, o, nil)
+		o.set(func(o *scriptedOracle) { o.committed = consistency.MustOf("c", 41) })
+		created := &answer{key: int16(kmsg.CreateTopics), flexible: true, resp: kmsg.NewPtrCreateTopicsResponse()}
+		e.afterRead(e.view("b1"), created)
+		require.Equal(t, consistency.MustOf("c", 41), store.Load())
 
-	o.err = kerr.ClusterAuthorizationFailed
-	e.learnCommitted()
-	require.True(t, e.Off(), "DescribeQuorum refused by ACLs turns the emulation off")
-	require.Len(t, *offs, 1)
-	require.ErrorIs(t, (*offs)[0], kerr.ClusterAuthorizationFailed)
-	e.learnCommitted()
-	require.Len(t, *offs, 1, "one event, not one per write")
+		o.set(func(o *scriptedOracle) { o.err = kerr.ClusterAuthorizationFailed })
+		e.afterRead(e.view("b1"), created)
+		require.True(t, e.Off(), "DescribeQuorum refused by ACLs turns the emulation off")
+		require.Len(t, *offs, 1)
+		require.ErrorIs(t, (*offs)[0], kerr.ClusterAuthorizationFailed)
+		e.learnCommitted(t.Context())
+		require.Len(t, *offs, 1, "one event, not one per write")
+	})
 }
 
 // TestEmulatorMonotonicReads: after a broker answered a read, the store
 // holds what that broker had applied after answering, so a read sent to a
 // broker behind it waits.
 func TestEmulatorMonotonicReads(t *testing.T) {
-	o := &scriptedOracle{applied: map[string]int64{"ahead": 50, "behind": 20}, step: 0}
-	e, store, _ := newTestEmulator(t, o, 100*time.Millisecond)
-	ahead, behind := e.view("ahead"), e.view("behind")
-	e.learnApplied(ahead, "ahead", "c")
-	require.Equal(t, consistency.MustOf("c", 50), store.Load())
-	require.True(t, e.needsWait(behind, metadataKey, store.Load()))
-	require.ErrorIs(t, e.waitFor(behind, "behind", metadataKey, 50, time.Time{}, noStop), consistency.ErrInconsistentMetadata)
-	o.mu.Lock()
-	o.applied["behind"] = 50
-	o.mu.Unlock()
-	require.NoError(t, e.waitFor(behind, "behind", metadataKey, 50, time.Time{}, noStop))
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{applied: map[string]int64{"ahead": 50, "behind": 20}}
+		e, store, _ := newTestEmulator(t, o, maxWait(100*time.Millisecond))
+		ahead, behind := e.view("ahead"), e.view("behind")
+		meta := kmsg.NewPtrMetadataResponse()
+		meta.ClusterID = kmsg.StringPtr("c")
+		e.afterRead(ahead, &answer{key: metadataKey, flexible: true, resp: meta})
+		require.Equal(t, consistency.MustOf("c", 50), store.Load())
+		_, err := e.beforeWrite(behind, metadataKey, store.Load(), time.Time{}, noStop)
+		require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+		o.set(func(o *scriptedOracle) { o.applied["behind"] = 50 })
+		_, err = e.beforeWrite(behind, metadataKey, store.Load(), time.Time{}, noStop)
+		require.NoError(t, err)
+	})
 }
 
 // TestEmulatorHoldsOnlyWhereBrokersSendNoTokens: a broker whose headers
 // carry tokens holds requests itself; one not heard from yet is taken to be
 // like those heard from.
 func TestEmulatorHoldsOnlyWhereBrokersSendNoTokens(t *testing.T) {
-	e, _, _ := newTestEmulator(t, &scriptedOracle{}, time.Second)
-	a, b, c := e.view("a"), e.view("b"), e.view("c")
-	require.True(t, e.active(a), "nothing heard yet: Kafka 4.4 is what users run")
-	e.sawHeader(a, false)
-	require.True(t, e.active(a))
-	e.sawHeader(b, true)
-	require.False(t, e.active(b), "a KIP-1243 broker waits by itself")
-	require.False(t, e.active(c), "an unheard broker of a KIP-1243 cluster")
-	require.True(t, e.active(a), "a broker seen without tokens stays emulated")
+	synctest.Test(t, func(t *testing.T) {
+		e, _, _ := newTestEmulator(t, &scriptedOracle{}, nil)
+		a, b, c := e.view("a"), e.view("b"), e.view("c")
+		require.True(t, e.active(a), "nothing heard yet: Kafka 4.4 is what users run")
+		e.afterRead(a, &answer{key: metadataKey, flexible: true})
+		require.True(t, e.active(a))
+		e.afterRead(b, &answer{key: metadataKey, flexible: true, token: true})
+		require.False(t, e.active(b), "a KIP-1243 broker waits by itself")
+		require.False(t, e.active(c), "an unheard broker of a KIP-1243 cluster")
+		require.True(t, e.active(a), "a broker seen without tokens stays emulated")
+		require.False(t, e.holds(b, metadataKey, false), "held only where emulated")
+		require.True(t, e.holds(a, metadataKey, false))
+		require.False(t, e.holds(a, metadataKey, true), "an answer with a token of its own")
+		require.False(t, e.holds(a, produceKey, false), "a produce answer teaches nothing")
+	})
 }

@@ -45,10 +45,3 @@ func requestFlexible(key, version int16) bool {
 func responseFlexible(key, version int16) bool {
 	return key != apiVersionsKey && requestFlexible(key, version)
 }
-
-const (
-	produceKey       = 0
-	controlledShutV0 = 7
-	saslHandshakeKey = 17
-	apiVersionsKey   = 18
-)

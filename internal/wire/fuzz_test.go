@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"testing/synctest"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -155,4 +156,93 @@ func FuzzReadResponses(f *testing.F) {
 			t.Fatalf("unexpected error kind: %v", err)
 		}
 	})
+}
+
+// FuzzEmulatedResponses feeds arbitrary response streams to a connection
+// whose broker the Emulator serves, after requests whose answers it holds
+// (Metadata, CreateTopics, DescribeConfigs) or reads (ApiVersions), pinned
+// to the store's cluster or not. Nothing may panic or hang, the store
+// never moves back or to another cluster, errors are of the kinds a
+// connection fails with, and bytes reach kgo unchanged. It runs in a
+// synctest bubble: the Emulator's waits take no time.
+func FuzzEmulatedResponses(f *testing.F) {
+	meta := func(cluster string) []byte {
+		r := kmsg.NewPtrMetadataResponse()
+		r.Version = 12
+		r.ClusterID = kmsg.StringPtr(cluster)
+		return r.AppendTo(nil)
+	}
+	created := kmsg.NewPtrCreateTopicsResponse()
+	created.Version = 5
+	versions := kmsg.NewPtrApiVersionsResponse()
+	versions.Version = 3
+	versions.FinalizedFeaturesEpoch = 9
+	configs := kmsg.NewPtrDescribeConfigsResponse()
+	configs.Version = 4
+	var all []byte
+	for k, fr := range [][]byte{
+		respFrame(7, []byte{0}, meta("abc")),
+		respFrame(8, []byte{0}, created.AppendTo(nil)),
+		respFrame(9, nil, versions.AppendTo(nil)),
+		respFrame(10, []byte{0}, configs.AppendTo(nil)),
+	} {
+		f.Add(fr, uint8(0), uint8(k))
+		all = append(all, fr...)
+	}
+	f.Add(all, uint8(0), uint8(0))
+	f.Add(all, uint8(5), uint8(1))
+	f.Add(respFrame(7, []byte{0}, meta("xyz")), uint8(0), uint8(1)) // pinned: another cluster
+	f.Add(respFrame(7, stateTags("abc", 3), meta("abc")), uint8(2), uint8(2))
+	f.Fuzz(func(t *testing.T, stream []byte, chunk, mode uint8) {
+		if len(stream) > maxFuzzStream {
+			return
+		}
+		synctest.Test(t, func(t *testing.T) {
+			const addr = "127.0.0.1:9092" // newTestConn's
+			store := knownStore(t, "abc", 5)
+			o := &scriptedOracle{applied: map[string]int64{addr: 5}, step: 1, committed: consistency.MustOf("abc", 7)}
+			e, err := NewEmulator(EmulationConfig{Store: store, Oracle: o, Force: mode&2 != 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			e.learnCommitted(t.Context())
+			c, m, _ := newTestConn(t, store, func(cfg *Config) {
+				cfg.Emulator = e
+				if mode&1 != 0 {
+					cfg.ExpectedCluster = func() string { return "abc" }
+				}
+			})
+			reqs := []kmsg.Request{metadataReq(12), createTopicsReq(5), apiVersionsReq(3), describeConfigsReq(4)}
+			for k, r := range reqs {
+				if _, err := c.Write(reqFrame(r, int32(7+k))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m.in, m.chunk = stream, int(chunk)
+			got, err := readAll(c, 4096)
+			if cur := store.Load(); cur.ClusterID() != "abc" || cur.Offset() < 7 {
+				t.Fatalf("store went to %v", cur)
+			}
+			if len(got) > len(stream) || !bytes.Equal(got, stream[:len(got)]) {
+				t.Fatalf("kgo got %x from %x", got, stream)
+			}
+			if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, ErrMalformedHeader) &&
+				!errors.Is(err, consistency.ErrInconsistentMetadata) && !errors.Is(err, ErrMisroute) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+		})
+	})
+}
+
+func createTopicsReq(version int16) kmsg.Request {
+	r := kmsg.NewPtrCreateTopicsRequest()
+	r.Version = version
+	return r
+}
+
+func describeConfigsReq(version int16) kmsg.Request {
+	r := kmsg.NewPtrDescribeConfigsRequest()
+	r.Version = version
+	return r
 }

@@ -9,12 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// idleCheckAfter is how long a connection must have gone without a write
-// before Write looks whether the broker closed it meanwhile. A connection
-// written to more often than that would have shown a close on the read of
-// its last answer; checking only idle ones keeps the check (one
-// non-blocking syscall) off busy connections. A variable for tests.
-var idleCheckAfter = time.Millisecond
+// defaultIdleCheckAfter is how long a connection must have gone without a
+// write before Write looks whether the broker closed it meanwhile
+// (timing.idleCheckAfter). A connection written to more often than that
+// would have shown a close on the read of its last answer; checking only
+// idle ones keeps the check (one non-blocking syscall) off busy
+// connections.
+const defaultIdleCheckAfter = time.Millisecond
 
 // idleClosed reports whether Write should refuse to write: the connection
 // has been idle, nothing awaits an answer, and the broker closed it (or
@@ -29,26 +30,26 @@ var idleCheckAfter = time.Millisecond
 // by its own read. kgo starts that reader before the connection's first
 // acks=0 produce, which this check cannot tell; the peek therefore never
 // waits for a reader (see peeker.check).
-func (c *conn) idleClosed(now int64) bool {
-	last := c.lastWrite
-	c.lastWrite = now
-	if last == 0 || now-last < int64(idleCheckAfter) || c.q.len() != 0 || c.noAck.Load() != 0 || c.wraw ||
-		c.wbody != 0 || c.winHeader {
+func (w *requestWriter) idleClosed(now int64) bool {
+	last := w.lastWrite
+	w.lastWrite = now
+	if last == 0 || now-last < int64(w.i.timing.idleCheckAfter) || w.q.len() != 0 || w.noAck.Load() != 0 || w.wraw ||
+		w.wbody != 0 || w.winHeader {
 		return false
 	}
-	if c.dead.Load() {
+	if w.dead.Load() {
 		return true
 	}
-	if c.peek == nil {
-		c.peek = newPeeker(c.Conn)
+	if w.peek == nil {
+		w.peek = newPeeker(w.Conn)
 	}
-	switch c.peek.check() {
+	switch w.peek.check() {
 	case peerGone:
-		if c.debug {
-			c.i.log(kgo.LogLevelDebug, "the broker closed the idle connection; refusing the write so that it is retried on a new connection", "addr", c.addr)
+		if w.debug {
+			w.i.log(kgo.LogLevelDebug, "the broker closed the idle connection; refusing the write so that it is retried on a new connection", "addr", w.addr)
 		}
-		c.dead.Store(true)
-		c.i.noteClose(c.addr)
+		w.dead.Store(true)
+		w.i.noteClose(w.addr)
 		return true
 	default:
 		return false
@@ -58,8 +59,8 @@ func (c *conn) idleClosed(now int64) bool {
 // idleClosedError is Write's error for a connection found closed by the
 // broker while idle. It matches io.EOF, as the read kgo would otherwise
 // have failed with, so kgo treats it as a retryable connection failure.
-func (c *conn) idleClosedError() error {
-	return fmt.Errorf("wire: %s closed the idle connection before the request was written: %w", c.addr, io.EOF)
+func (w *requestWriter) idleClosedError() error {
+	return fmt.Errorf("wire: %s closed the idle connection before the request was written: %w", w.addr, io.EOF)
 }
 
 // peer states of peerState.

@@ -17,7 +17,6 @@ import (
 // it at once on a new connection instead of failing it (and backing off)
 // after the broker's EOF.
 func TestIdleClosedWriteRefused(t *testing.T) {
-	checkEveryWrite(t)
 	ln := loopbackListener(t)
 	closeNow, closed := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -57,14 +56,14 @@ func TestIdleClosedWriteRefused(t *testing.T) {
 		}
 	}
 	roundTrip(1)
-	roundTrip(2) // idle-checked (idleCheckAfter is 0): the broker is there
+	roundTrip(2) // idle-checked (see dialIdleTest): the broker is there
 	cn := c.(*conn)
-	if cn.peek == nil {
+	if cn.w.peek == nil {
 		t.Fatal("the idle write was not checked")
 	}
 	// The check runs on requests: it must not allocate.
 	if n := testing.AllocsPerRun(100, func() {
-		if cn.idleClosed(cn.lastWrite + 1) {
+		if cn.w.idleClosed(cn.w.lastWrite + 1) {
 			t.Fatal("an open connection taken for closed")
 		}
 	}); n != 0 {
@@ -95,7 +94,6 @@ func TestIdleClosedWriteRefused(t *testing.T) {
 // lock held that first produce until the reader gave up (about 30 s, in a
 // CI run that failed TestKfakeNoAckProduceAnswered).
 func TestIdleCheckBesideBlockedReader(t *testing.T) {
-	checkEveryWrite(t)
 	ln := loopbackListener(t)
 	got := make(chan []byte, 2)
 	go func() {
@@ -166,10 +164,11 @@ func TestIdleCheckBesideBlockedReader(t *testing.T) {
 	<-readerDone
 }
 
-// dialIdleTest dials addr through an interceptor with a memory store.
+// dialIdleTest dials addr through an interceptor with a memory store that
+// idle-checks every write but the first.
 func dialIdleTest(ctx context.Context, t *testing.T, addr string) net.Conn {
 	t.Helper()
-	ic, err := New(Config{Store: consistency.NewMemoryStore()})
+	ic, err := New(Config{Store: consistency.NewMemoryStore(), timing: timing{idleCheckAfter: time.Nanosecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,13 +177,6 @@ func dialIdleTest(ctx context.Context, t *testing.T, addr string) net.Conn {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// checkEveryWrite makes every write idle-checked until the test ends.
-func checkEveryWrite(t *testing.T) {
-	old := idleCheckAfter
-	idleCheckAfter = 0
-	t.Cleanup(func() { idleCheckAfter = old })
 }
 
 // loopbackListener listens on a free loopback port until the test ends.

@@ -52,58 +52,61 @@ const produceRetryCode = 19 // NOT_ENOUGH_REPLICAS
 
 // inspect decodes a held response body and returns the bytes to hand to
 // kgo, or the error to fail the connection with.
-func (c *conn) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error) {
+func (r *responseReader) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error) {
 	if req.key == apiVersionsKey {
 		rewriteAPIVersionsError(body)
 		if len(body) >= 2 {
 			switch binary.BigEndian.Uint16(body) {
 			case rebootstrapRequired:
-				c.i.noteRefused(c.addr)
+				r.i.noteRefused(r.addr)
 			case 0:
-				c.i.noteAccepted(c.addr)
+				r.i.noteAccepted(r.addr)
 			}
 		}
-		if c.view != nil {
-			c.view.saw(finalizedEpoch(req.version, body))
+		if r.view != nil {
+			r.i.emu.afterRead(r.view, &answer{key: req.key, version: req.version, apiVersions: body})
 		}
 		return body, nil
 	}
 	resp := kmsg.ResponseForKey(req.key)
 	resp.SetVersion(req.version)
 	if err := resp.ReadFrom(body); err != nil {
+		if r.view != nil {
+			r.i.emu.afterRead(r.view, &answer{key: req.key, version: req.version, flexible: req.flexible, token: r.holdTok})
+		}
 		return body, nil // not a body kmsg reads: kgo reports that itself
 	}
 	if m, ok := resp.(*kmsg.MetadataResponse); ok && m.ClusterID != nil {
 		// A pinned client checks every Metadata answer, KIP-1243 or not:
 		// a broker of another cluster must not teach it partition leaders.
-		if pin := c.pinned(); pin != "" && *m.ClusterID != pin {
-			return nil, c.misroute(pin, *m.ClusterID)
+		if pin := r.pinned(); pin != "" && *m.ClusterID != pin {
+			return nil, r.misroute(pin, *m.ClusterID)
 		}
 	}
-	if c.holdEmu {
-		c.holdEmu = false
-		c.emulate(req, resp)
+	if r.view != nil {
+		r.i.emu.afterRead(r.view, &answer{key: req.key, version: req.version, flexible: req.flexible,
+			token: r.holdTok, resp: resp, deadline: nanosTime(r.rdl.Load())})
 	}
 	v := reflect.ValueOf(resp)
-	if !rewriteCodes(v, c.i.code, 0) {
+	if !rewriteCodes(v, r.i.code, 0) {
 		return body, nil
 	}
-	c.i.inconsistent.Add(1)
-	if c.i.observer != nil {
-		c.i.observer.OnInconsistentMetadata(c.addr, req.key, req.sent, brokerAt)
+	r.i.inconsistent.Add(1)
+	if r.i.observer != nil {
+		r.i.observer.OnInconsistentMetadata(r.addr, req.key, req.sent, brokerAt)
 	}
-	c.i.log(kgo.LogLevelDebug, "broker answered INCONSISTENT_METADATA", "addr", c.addr, "key", req.key, "sent", req.sent, "broker_at", brokerAt)
+	r.i.log(kgo.LogLevelDebug, "broker answered INCONSISTENT_METADATA", "addr", r.addr, "key", req.key, "sent", req.sent, "broker_at", brokerAt)
 	if req.key == metadataKey {
-		c.notePartitions(resp)
+		r.notePartitions(resp)
 	}
 	if req.key == produceKey {
-		c.notePartitions(resp) // while the codes still say which
-		rewriteCodes(v, c.i.code, produceRetryCode)
+		r.notePartitions(resp) // while the codes still say which
+		rewriteCodes(v, r.i.code, produceRetryCode)
 		if fixed := resp.AppendTo(make([]byte, 0, len(body))); len(fixed) == len(body) {
 			return fixed, nil
 		}
 	}
-	return nil, &InconsistentMetadataError{Addr: c.addr, APIKey: req.key, Sent: req.sent, BrokerAt: brokerAt}
+	return nil, &InconsistentMetadataError{Addr: r.addr, APIKey: req.key, Sent: req.sent, BrokerAt: brokerAt}
 }
 
 // rewriteCodes reports whether any int16 field named ErrorCode in v (walking
@@ -150,7 +153,6 @@ func rewriteCodes(v reflect.Value, code, to int16) bool {
 }
 
 const (
-	metadataKey           = 3
 	inconsistentClusterID = 104 // INCONSISTENT_CLUSTER_ID
 	rebootstrapRequired   = 129 // REBOOTSTRAP_REQUIRED
 )

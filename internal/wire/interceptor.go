@@ -93,6 +93,35 @@ type Config struct {
 	// check on: the node to follow is learnt from its ApiVersions v5
 	// requests, and a redirected connection must open with one.
 	Relocator Relocator
+
+	// timing replaces the timing policy in tests; zero fields take the
+	// defaults.
+	timing timing
+}
+
+// timing is an Interceptor's timing policy. Every timer of the package
+// runs on the time package's clock, which testing/synctest replaces in
+// tests; these are the durations tests may shorten.
+type timing struct {
+	idleCheckAfter  time.Duration // see idle.go
+	relocateWindow  time.Duration // see relocate.go
+	refusedPauseMin time.Duration // see refused.go
+	refusedPauseMax time.Duration
+	refusedForget   time.Duration
+}
+
+func (t timing) withDefaults() timing {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&t.idleCheckAfter, defaultIdleCheckAfter)
+	def(&t.relocateWindow, defaultRelocateWindow)
+	def(&t.refusedPauseMin, defaultRefusedPauseMin)
+	def(&t.refusedPauseMax, defaultRefusedPauseMax)
+	def(&t.refusedForget, defaultRefusedForget)
+	return t
 }
 
 // Interceptor makes and wraps connections that stamp and read consistency
@@ -111,6 +140,7 @@ type Interceptor struct {
 	emu      *Emulator
 	reloc    relocation
 	refused  refusals
+	timing   timing
 
 	stamped, read, advanced, misroutes, inconsistent atomic.Uint64
 }
@@ -144,6 +174,7 @@ func New(cfg Config) (*Interceptor, error) {
 		adopt:    cfg.Adopt,
 		emu:      cfg.Emulator,
 		reloc:    relocation{r: cfg.Relocator},
+		timing:   cfg.timing.withDefaults(),
 	}
 	if i.code == 0 {
 		i.code = DefaultInconsistentMetadataCode
@@ -204,9 +235,7 @@ func (i *Interceptor) DialContext(ctx context.Context, network, addr string) (ne
 		}
 		c = tc
 	}
-	cn := newConn(i, c, addr)
-	cn.moved = mv
-	return cn, nil
+	return newConn(i, c, addr, mv), nil
 }
 
 // ErrNotTLS is matched (errors.Is) by the dial error of a peer that closed
@@ -248,7 +277,7 @@ func (f *firstBytes) Read(p []byte) (int, error) {
 // Wrap returns c intercepted as a connection to addr. The returned conn owns
 // c: closing it closes c.
 func (i *Interceptor) Wrap(c net.Conn, addr string) net.Conn {
-	return newConn(i, c, addr)
+	return newConn(i, c, addr, nil)
 }
 
 // Stats returns a snapshot of the counters.

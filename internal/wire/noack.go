@@ -24,15 +24,15 @@ const noAckSent = 1 << 48
 // noteNoAck records the parsed request, an acks=0 produce, for the reader.
 // It runs before the request reaches the socket, so the reader sees it
 // before any answer.
-func (c *conn) noteNoAck(h *reqHeader) {
-	c.noAck.Store(noAckSent | uint64(uint16(h.version))<<32 | uint64(uint32(h.corr)))
+func (w *requestWriter) noteNoAck(h *reqHeader) {
+	w.noAck.Store(noAckSent | uint64(uint16(h.version))<<32 | uint64(uint32(h.corr)))
 }
 
 // noAckAnswer reports whether a response with correlation id corr, which
 // answers no request in flight, may answer an acks=0 produce; if so it
 // sets *req to what the reader needs to parse it.
-func (c *conn) noAckAnswer(corr int32, req *inflight) bool {
-	w := c.noAck.Load()
+func (r *responseReader) noAckAnswer(corr int32, req *inflight) bool {
+	w := r.noAck.Load()
 	if w&noAckSent == 0 {
 		return false
 	}

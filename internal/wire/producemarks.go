@@ -21,8 +21,8 @@ type ProduceObserver interface {
 
 // notePartitions tells a ProduceObserver which partitions of resp carry
 // code. It runs only for answers that carried the code, never per request.
-func (c *conn) notePartitions(resp kmsg.Response) {
-	po, ok := c.i.observer.(ProduceObserver)
+func (r *responseReader) notePartitions(resp kmsg.Response) {
+	po, ok := r.i.observer.(ProduceObserver)
 	if !ok {
 		return
 	}
@@ -30,7 +30,7 @@ func (c *conn) notePartitions(resp kmsg.Response) {
 		// A topic's metadata held back: every record of the topic waits
 		// on it (partition -1 stands for all of them).
 		for i := range mr.Topics {
-			if t := &mr.Topics[i]; t.ErrorCode == c.i.code && t.Topic != nil {
+			if t := &mr.Topics[i]; t.ErrorCode == r.i.code && t.Topic != nil {
 				po.OnProduceInconsistentMetadata(*t.Topic, -1)
 			}
 		}
@@ -43,7 +43,7 @@ func (c *conn) notePartitions(resp kmsg.Response) {
 	for i := range pr.Topics {
 		t := &pr.Topics[i]
 		for j := range t.Partitions {
-			if t.Partitions[j].ErrorCode == c.i.code {
+			if t.Partitions[j].ErrorCode == r.i.code {
 				po.OnProduceInconsistentMetadata(t.Topic, t.Partitions[j].Partition)
 			}
 		}

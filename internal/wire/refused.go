@@ -33,13 +33,13 @@ import (
 // A dial to an address with no refusal on record costs one atomic load
 // while the table is empty.
 
-// Pacing bounds; variables for tests.
-var (
-	refusedPauseMin = 100 * time.Millisecond
-	refusedPauseMax = time.Second
-	// refusedForget is how long after its last refusal an address is
-	// dialled as if it had never refused.
-	refusedForget = 30 * time.Second
+// Pacing bounds, the defaults of timing.refusedPauseMin, refusedPauseMax
+// and refusedForget: how long after its last refusal an address is dialled
+// as if it had never refused.
+const (
+	defaultRefusedPauseMin = 100 * time.Millisecond
+	defaultRefusedPauseMax = time.Second
+	defaultRefusedForget   = 30 * time.Second
 )
 
 // maxRefusedAddrs bounds the table: addresses beyond it are not paced.
@@ -47,15 +47,15 @@ const maxRefusedAddrs = 4096
 
 // refusedPause is the pause after the n-th refusal in a row (n >= 1): the
 // shortest wait of the producer's default retry backoff for n
-// (factory/backoff.go: refusedPauseMin doubling up to refusedPauseMax,
+// (factory/backoff.go: 100ms doubling up to 1s, the default pauseMin and pauseMax,
 // then ±20% jitter), that is 80% of it, without jitter. A pause that
 // could outlast the producer's own wait would hold its retry back: with
 // jitter on both, each step waited for the later of two draws, and a
 // misroute's sixth attempt came about 100 ms after the Java producer's.
-func refusedPause(n int) time.Duration {
-	d := refusedPauseMax
+func refusedPause(n int, pauseMin, pauseMax time.Duration) time.Duration {
+	d := pauseMax
 	if n < 16 {
-		d = min(refusedPauseMin<<(n-1), refusedPauseMax)
+		d = min(pauseMin<<(n-1), pauseMax)
 	}
 	return d * 8 / 10
 }
@@ -86,7 +86,7 @@ func (i *Interceptor) noteRefused(addr string) {
 	if r == nil {
 		if len(rs.m) >= maxRefusedAddrs {
 			for a, old := range rs.m { // make room: forget the quiet ones
-				if now-old.last > int64(refusedForget) {
+				if now-old.last > int64(i.timing.refusedForget) {
 					delete(rs.m, a)
 					rs.count.Add(-1)
 				}
@@ -101,12 +101,12 @@ func (i *Interceptor) noteRefused(addr string) {
 		r = &refusal{}
 		rs.m[addr] = r
 		rs.count.Add(1)
-	} else if now-r.last > int64(refusedForget) {
+	} else if now-r.last > int64(i.timing.refusedForget) {
 		r.n = 0
 	}
 	r.n++
 	r.last = now
-	r.until = now + int64(refusedPause(r.n))
+	r.until = now + int64(refusedPause(r.n, i.timing.refusedPauseMin, i.timing.refusedPauseMax))
 }
 
 // noteAccepted records that addr answered an ApiVersions request without
@@ -138,7 +138,7 @@ func (i *Interceptor) paceRefused(ctx context.Context, addr string) error {
 	var until, n int64
 	if r != nil {
 		until, n = r.until, int64(r.n)
-		if now-r.last > int64(refusedForget) { // long quiet: forget it
+		if now-r.last > int64(i.timing.refusedForget) { // long quiet: forget it
 			delete(rs.m, addr)
 			rs.count.Add(-1)
 		}

@@ -53,9 +53,9 @@ type Relocator interface {
 	Relocated(addr, to string, node int32)
 }
 
-// relocateWindow is how long after a broker closed a connection a dial to
-// its address asks the Relocator first. A variable for tests.
-var relocateWindow = time.Second
+// defaultRelocateWindow is how long after a broker closed a connection a
+// dial to its address asks the Relocator first (timing.relocateWindow).
+const defaultRelocateWindow = time.Second
 
 // maxRelocateAddrs bounds the address table; kgo talks to one address per
 // broker, so only a long life through many broker replacements fills it.
@@ -143,7 +143,7 @@ func (i *Interceptor) relocate(ctx context.Context, addr string) (string, *moved
 		return "", nil
 	}
 	now := time.Now().UnixNano()
-	if last := rl.lastClose.Load(); last == 0 || now-last > int64(relocateWindow) {
+	if last := rl.lastClose.Load(); last == 0 || now-last > int64(i.timing.relocateWindow) {
 		return "", nil
 	}
 	rl.mu.Lock()
@@ -159,7 +159,7 @@ func (i *Interceptor) relocate(ctx context.Context, addr string) (string, *moved
 		rl.mu.Lock()
 		n = rl.addrs[addr]
 	}
-	if n == nil || n.closed == 0 || now-n.closed > int64(relocateWindow) {
+	if n == nil || n.closed == 0 || now-n.closed > int64(i.timing.relocateWindow) {
 		rl.mu.Unlock()
 		return "", nil
 	}
@@ -237,26 +237,26 @@ var errMovedCheck = errors.New("wire: a connection to a broker's new address mus
 // if it is the whole ApiVersions v5 request naming the cluster and node the
 // connection was redirected for: the broker's KIP-1242 check of that
 // request is what makes the new address trustworthy.
-func (c *conn) checkMoved(p []byte) error {
-	if parseRequest(p, &c.wh) != nil || 4+int(c.wh.size) != len(p) || c.wh.key != apiVersionsKey || c.wh.version < 5 {
-		return fmt.Errorf("%w (addr %s, new address %s)", errMovedCheck, c.addr, c.moved.to)
+func (w *requestWriter) checkMoved(p []byte) error {
+	if parseRequest(p, &w.wh) != nil || 4+int(w.wh.size) != len(p) || w.wh.key != apiVersionsKey || w.wh.version < 5 {
+		return fmt.Errorf("%w (addr %s, new address %s)", errMovedCheck, w.addr, w.moved.to)
 	}
-	cluster, node, ok := apiVersionsIDs(p[c.wh.hdrLen:])
-	if !ok || node != c.moved.node || string(cluster) != c.moved.cluster {
-		return fmt.Errorf("%w (addr %s, new address %s: want cluster %q node %d)", errMovedCheck, c.addr, c.moved.to, c.moved.cluster, c.moved.node)
+	cluster, node, ok := apiVersionsIDs(p[w.wh.hdrLen:])
+	if !ok || node != w.moved.node || string(cluster) != w.moved.cluster {
+		return fmt.Errorf("%w (addr %s, new address %s: want cluster %q node %d)", errMovedCheck, w.addr, w.moved.to, w.moved.cluster, w.moved.node)
 	}
-	c.movedChecked = true
+	w.movedChecked = true
 	return nil
 }
 
 // noteAPIVersions records the cluster and node that a whole ApiVersions
-// request p (parsed into c.wh) names, if it is v5 and names them.
-func (c *conn) noteAPIVersions(p []byte) {
-	if c.wh.version < 5 || len(p) < c.wh.hdrLen {
+// request p (parsed into w.wh) names, if it is v5 and names them.
+func (w *requestWriter) noteAPIVersions(p []byte) {
+	if w.wh.version < 5 || len(p) < w.wh.hdrLen {
 		return
 	}
-	if cluster, node, ok := apiVersionsIDs(p[c.wh.hdrLen:]); ok {
-		c.i.noteNode(c.addr, cluster, node)
+	if cluster, node, ok := apiVersionsIDs(p[w.wh.hdrLen:]); ok {
+		w.i.noteNode(w.addr, cluster, node)
 	}
 }
 
@@ -287,9 +287,9 @@ func apiVersionsIDs(b []byte) (cluster []byte, node int32, ok bool) {
 
 // announceMove tells the Relocator, once, that this redirected connection
 // works; see Relocator.Relocated.
-func (c *conn) announceMove() {
-	if c.moved != nil && c.movedAnnounced.CompareAndSwap(false, true) {
-		c.i.reloc.r.Relocated(c.addr, c.moved.to, c.moved.node)
+func (l *link) announceMove() {
+	if l.moved != nil && l.movedAnnounced.CompareAndSwap(false, true) {
+		l.i.reloc.r.Relocated(l.addr, l.moved.to, l.moved.node)
 	}
 }
 

@@ -9,8 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
@@ -251,8 +253,8 @@ func TestRelocateFollowsMove(t *testing.T) {
 	cn := c.(*conn)
 	frame := reqFrame(metadataReq(1), 4)
 	if n := testing.AllocsPerRun(100, func() {
-		cn.lastWrite = time.Now().UnixNano() // no idle peek
-		cn.q.pop()                           // as if answered
+		cn.w.lastWrite = time.Now().UnixNano() // no idle peek
+		cn.q.pop()                             // as if answered
 		if _, err := cn.Write(frame); err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +313,7 @@ func TestRelocateBounds(t *testing.T) {
 			setup: func(t *testing.T, ctx context.Context, ic *Interceptor, old *fakeBroker) {
 				knownThenClosed(t, ctx, ic, old)
 				ic.reloc.mu.Lock()
-				ic.reloc.addrs[old.addr()].closed -= int64(2 * relocateWindow)
+				ic.reloc.addrs[old.addr()].closed -= int64(2 * ic.timing.relocateWindow)
 				ic.reloc.mu.Unlock()
 			},
 		},
@@ -389,4 +391,50 @@ func TestAPIVersionsIDs(t *testing.T) {
 	if _, _, ok := apiVersionsIDs(body(noNode)); ok {
 		t.Fatal("a request naming no node parsed")
 	}
+}
+
+// TestRelocateTiming: the Locate after a close gets half of the dial's
+// time, at most maxLocate; one Locate serves the dials that come while it
+// runs and, once answered, every dial of the window; a close older than
+// the window asks nothing.
+func TestRelocateTiming(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &fakeRelocator{block: true}
+		ic, err := New(Config{Store: consistency.NewMemoryStore(), Relocator: r, DialTimeout: time.Second,
+			timing: timing{relocateWindow: 3 * time.Second}})
+		require.NoError(t, err)
+		const addr = "127.0.0.1:1"
+		ic.noteNode(addr, []byte("c"), 3)
+		dial := func(timeout time.Duration) time.Duration {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			start := time.Now()
+			to, mv := ic.relocate(ctx, addr)
+			require.Empty(t, to)
+			require.Nil(t, mv)
+			return time.Since(start)
+		}
+
+		require.Zero(t, dial(time.Second), "no close: no Locate")
+		require.Empty(t, r.calls())
+
+		ic.noteClose(addr)
+		done := make(chan time.Duration)
+		go func() { done <- dial(time.Second) }()
+		synctest.Wait() // the first dial is in its Locate
+		require.Equal(t, 500*time.Millisecond, dial(time.Second), "a second dial waits for the Locate under way")
+		require.Equal(t, 500*time.Millisecond, <-done, "half of the dial's second")
+		require.Len(t, r.calls(), 1)
+		require.Zero(t, dial(time.Second), "answered since the close: not asked again")
+		require.Len(t, r.calls(), 1)
+
+		time.Sleep(2500 * time.Millisecond)
+		ic.noteClose(addr)
+		require.Equal(t, maxLocate, dial(4*time.Second), "half of 4s, at most maxLocate")
+		require.Len(t, r.calls(), 2)
+
+		time.Sleep(3*time.Second + time.Nanosecond)
+		require.Zero(t, dial(time.Second), "a close older than the window")
+		require.Len(t, r.calls(), 2)
+	})
 }

@@ -328,13 +328,13 @@ func TestWriteKeepsNoCopy(t *testing.T) {
 				if _, err := c.Write(w); err != nil {
 					t.Fatal(err)
 				}
-				if len(c.coal) == 0 && !tc.unstamped && m.written.Len() > before {
+				if len(c.w.coal) == 0 && !tc.unstamped && m.written.Len() > before {
 					t.Fatalf("write %d did not go through the copy", i)
 				}
-				if !bytes.Equal(c.coal, make([]byte, len(c.coal))) {
+				if !bytes.Equal(c.w.coal, make([]byte, len(c.w.coal))) {
 					t.Fatalf("after write %d the copy of the request is still in memory", i)
 				}
-				for _, held := range [][]byte{c.coal[:cap(c.coal)], c.wpend[:cap(c.wpend)], c.scratch[:cap(c.scratch)]} {
+				for _, held := range [][]byte{c.w.coal[:cap(c.w.coal)], c.w.wpend[:cap(c.w.wpend)], c.w.scratch[:cap(c.w.scratch)]} {
 					if bytes.Contains(held, []byte("password")) {
 						t.Fatalf("after write %d a buffer of the connection still holds a password", i)
 					}
@@ -414,7 +414,7 @@ func TestRefusedRequestLeavesNoCopy(t *testing.T) {
 	if _, err := c.Write(frame); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("Write with a full ring after the deadline: %v, want a deadline error", err)
 	}
-	if held := c.coal[:cap(c.coal)]; !bytes.Equal(held, make([]byte, len(held))) {
+	if held := c.w.coal[:cap(c.w.coal)]; !bytes.Equal(held, make([]byte, len(held))) {
 		t.Fatal("the refused request's stamped header is still in the one-write buffer")
 	}
 }
@@ -435,7 +435,7 @@ func TestHandshakeV0WriteErrorKeepsRawMode(t *testing.T) {
 			}
 			_, _ = c.Write(ch)
 		}
-		if !c.wraw {
+		if !c.w.wraw {
 			t.Fatalf("%d writes: not in raw SASL mode after a failed SaslHandshake v0 write", len(chunks))
 		}
 	}

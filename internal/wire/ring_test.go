@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/kconsist/kconsist/consistency"
@@ -37,55 +38,61 @@ func TestInflightsRing(t *testing.T) {
 		}
 	}
 
-	for k := range maxInflight {
-		_ = q.push(inflight{corr: int32(k)}, alive)
-	}
-	done := make(chan error, 1)
-	go func() { done <- q.push(inflight{corr: 999}, alive) }()
-	select {
-	case <-done:
-		t.Fatal("push into a full ring did not wait")
-	case <-time.After(20 * time.Millisecond):
-	}
-	q.pop() // the reader makes room
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-
-	var dead atomic.Bool
-	stop := func() error {
-		if dead.Load() {
-			return net.ErrClosed
+	synctest.Test(t, func(t *testing.T) {
+		var q inflights
+		for k := range maxInflight {
+			_ = q.push(inflight{corr: int32(k)}, alive)
 		}
-		return nil
-	}
-	go func() { done <- q.push(inflight{}, stop) }()
-	time.Sleep(10 * time.Millisecond) // let the writer reach the wait; the test holds either way
-	dead.Store(true)
-	if err := <-done; !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("push on a dead connection: %v", err)
-	}
+		done := make(chan error, 1)
+		go func() { done <- q.push(inflight{corr: 999}, alive) }()
+		synctest.Wait() // the writer waits for room
+		select {
+		case <-done:
+			t.Fatal("push into a full ring did not wait")
+		default:
+		}
+		q.pop() // the reader makes room
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+
+		var dead atomic.Bool
+		stop := func() error {
+			if dead.Load() {
+				return net.ErrClosed
+			}
+			return nil
+		}
+		go func() { done <- q.push(inflight{}, stop) }()
+		synctest.Wait()
+		dead.Store(true)
+		if err := <-done; !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("push on a dead connection: %v", err)
+		}
+	})
 }
 
 // TestWriteFullRingHonoursDeadline: with the ring full, a Write waits for
 // room like a blocked socket write, and ends at its write deadline.
 func TestWriteFullRingHonoursDeadline(t *testing.T) {
-	c, _, _ := newTestConn(t, consistency.NewMemoryStore(), nil)
-	frame := reqFrame(metadataReq(12), 1)
-	for range maxInflight {
-		if _, err := c.Write(frame); err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		c, _, _ := newTestConn(t, consistency.NewMemoryStore(), nil)
+		frame := reqFrame(metadataReq(12), 1)
+		for range maxInflight {
+			if _, err := c.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.SetWriteDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := c.SetWriteDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	_, err := c.Write(frame)
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("write into a full ring: %v", err)
-	}
-	if waited := time.Since(start); waited > 2*time.Second {
-		t.Fatalf("waited %v", waited)
-	}
+		start := time.Now()
+		_, err := c.Write(frame)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("write into a full ring: %v", err)
+		}
+		if waited := time.Since(start); waited != 20*time.Millisecond {
+			t.Fatalf("waited %v, want the 20ms to the deadline", waited)
+		}
+	})
 }
