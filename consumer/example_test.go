@@ -41,7 +41,7 @@ func ExampleConsumer_Poll() {
 	if err != nil {
 		panic(err)
 	}
-	defer adm.Close()
+	defer adm.Close(ctx)
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "readings"); err != nil {
 		panic(err)
 	}
@@ -61,7 +61,7 @@ func ExampleConsumer_Poll() {
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	lines := map[int64]string{} // by offset: one poll or several, same output
 	for len(lines) < 3 {
 		recs, err := c.Poll(ctx, 0)
@@ -118,7 +118,7 @@ func ExampleConsumer_Assign() {
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	if err := c.Assign(map[string]map[int32]kgo.Offset{"logs": {1: kgo.NewOffset().At(2)}}); err != nil {
 		panic(err)
 	}
@@ -169,7 +169,7 @@ func ExampleConsumer_Records() {
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	if err := c.Assign(map[string]map[int32]kgo.Offset{"events": {0: kgo.NewOffset().AtStart()}}); err != nil {
 		panic(err)
 	}
@@ -226,7 +226,7 @@ func ExampleConsumer_AppendPoll() {
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	if err := c.Assign(map[string]map[int32]kgo.Offset{"metrics": {0: kgo.NewOffset().AtStart()}}); err != nil {
 		panic(err)
 	}

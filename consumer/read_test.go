@@ -296,7 +296,7 @@ func TestRecordsOnACluster(t *testing.T) {
 				continue
 			}
 			if got = append(got, *r); len(got) == 5 {
-				go c.Close() // from another goroutine, while the loop polls
+				go c.Close(ctx) // from another goroutine, while the loop polls
 			}
 		}
 	}()
@@ -311,7 +311,7 @@ func TestRecordsOnACluster(t *testing.T) {
 	}
 
 	c = newConsumer()
-	defer c.Close()
+	defer func() { require.NoError(t, c.Close(ctx)) }()
 	short, stop := context.WithCancel(ctx)
 	defer stop()
 	n := 0

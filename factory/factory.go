@@ -12,6 +12,7 @@ import (
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/internal/bridge"
+	"github.com/kconsist/kconsist/internal/link"
 	"github.com/kconsist/kconsist/internal/session"
 	"github.com/kconsist/kconsist/producer"
 )
@@ -123,9 +124,7 @@ func (f *Factory) Admin(opts ...Opt) (*admin.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := new(admin.Client)
-	bridge.InitAdmin(c, cl)
-	return c, nil
+	return admin.New(link.Admin{Client: cl})
 }
 
 // NewProducer returns a producer of K keys and V values; opts apply on top
@@ -177,13 +176,12 @@ func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values con
 	if err != nil {
 		return nil, err
 	}
-	cl, follow, err := f.s.Consumer(b)
+	l, err := f.s.Consumer(b)
 	if err != nil {
 		return nil, err
 	}
-	c := new(consumer.Consumer[K, V])
-	bridge.InitConsumer(c, cl, keys, values, cfg.groupID != "", follow)
-	return c, nil
+	l.Group = cfg.groupID != ""
+	return consumer.New(l, keys, values)
 }
 
 // KgoClient returns a bare franz-go client that shares the factory's store,

@@ -46,13 +46,13 @@ func TestOptionsForAnotherRole(t *testing.T) {
 	require.NoError(t, p.Close(context.Background()))
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), []string{"t"}, GroupID("g"), AutoOffsetReset("earliest"), IsolationLevel("read_uncommitted"))
 	require.NoError(t, err)
-	c.Close()
+	c.Close(context.Background())
 	cl, err := f.KgoClient(GroupID("g"), Acks("1"))
 	require.NoError(t, err)
 	cl.Close()
 	adm, err := f.Admin(ClientID("admin"))
 	require.NoError(t, err)
-	adm.Close()
+	adm.Close(context.Background())
 }
 
 // newClientHook records the clients it is installed on.
@@ -95,7 +95,7 @@ func TestHooksPerRole(t *testing.T) {
 
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	_, err = adm.ListTopics(ctx)
 	require.NoError(t, err)
 	p, err := NewProducer(f, producer.String(), producer.String(), Hooks(RoleProducer, extra))
@@ -105,7 +105,7 @@ func TestHooksPerRole(t *testing.T) {
 	require.NoError(t, err)
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), []string{"t"})
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	cl, err := f.KgoClient()
 	require.NoError(t, err)
 	defer cl.Close()
