@@ -181,7 +181,12 @@ func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values con
 		return nil, err
 	}
 	l.Group = cfg.groupID != ""
-	return consumer.New(l, keys, values)
+	c, err := consumer.New(l, keys, values)
+	if err != nil {
+		l.Client.Close() // not handed over
+		return nil, err
+	}
+	return c, nil
 }
 
 // KgoClient returns a bare franz-go client that shares the factory's store,
