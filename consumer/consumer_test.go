@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -95,43 +96,40 @@ func TestPollFollowsClientSwap(t *testing.T) {
 
 // TestCloseWaitsForRetiredClients: a cluster change closes the replaced
 // client (or, pinned, the only one) in the background; Close returns only
-// once that is done, so no goroutine of the consumer outlives it.
+// once that is done, so no goroutine of the consumer outlives it. The
+// clients never dial (no topic, no group), so the test runs in a synctest
+// bubble: synctest.Wait returns once Close can go no further by itself.
 func TestCloseWaitsForRetiredClients(t *testing.T) {
 	for _, pinned := range []bool{false, true} {
 		t.Run(map[bool]string{false: "follow", true: "pinned"}[pinned], func(t *testing.T) {
-			kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-			require.NoError(t, err)
-			defer kc.Close()
-			closing := make(chan struct{})
-			release := make(chan struct{})
-			// The first client's Close blocks in its hook until released.
-			first, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.WithHooks(blockClose{closing, release}))
-			require.NoError(t, err)
-			w := &manualWatch{next: func() (*kgo.Client, error) {
-				if pinned {
-					return nil, errors.New("pinned cluster gone")
+			synctest.Test(t, func(t *testing.T) {
+				newClient := func(opts ...kgo.Opt) (*kgo.Client, error) {
+					return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}, opts...)...)
 				}
-				return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
-			}}
-			c := follows(t, first, false, w)
-			w.change()
-			<-closing // the retired client is being closed in the background
-			closed := make(chan error, 1)
-			go func() { closed <- c.Close(context.Background()) }()
-			// An observation window, not synchronisation: Close must still
-			// be waiting when it ends.
-			select {
-			case <-closed:
-				t.Fatal("Close returned while a retired client was still closing")
-			case <-time.After(100 * time.Millisecond):
-			}
-			close(release)
-			select {
-			case err := <-closed:
+				closing, release := make(chan struct{}), make(chan struct{})
+				// The first client's Close blocks in its hook until released.
+				first, err := newClient(kgo.WithHooks(blockClose{closing, release}))
 				require.NoError(t, err)
-			case <-time.After(10 * time.Second):
-				t.Fatal("Close did not return once the retired client closed")
-			}
+				w := &manualWatch{next: func() (*kgo.Client, error) {
+					if pinned {
+						return nil, errors.New("pinned cluster gone")
+					}
+					return newClient()
+				}}
+				c := follows(t, first, false, w)
+				w.change()
+				<-closing // the retired client is being closed in the background
+				closed := make(chan error, 1)
+				go func() { closed <- c.Close(context.Background()) }()
+				synctest.Wait()
+				select {
+				case <-closed:
+					t.Fatal("Close returned while a retired client was still closing")
+				default:
+				}
+				close(release)
+				require.NoError(t, <-closed)
+			})
 		})
 	}
 }
