@@ -41,6 +41,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -54,17 +55,21 @@ import (
 type Client struct {
 	adm *kadm.Client
 	cl  *kgo.Client
+	// closeOnce closes cl, in the background, then closes closed:
+	// franz-go's Close is not safe to run twice at once.
+	closeOnce sync.Once
+	closed    chan struct{}
 }
 
 // New makes an admin client on l.Client, which it owns from then on. It is
-// made by factory.Factory.Admin: l's type is internal to this module, so
-// code outside it cannot call New and wrap a client that carries no
-// token. A zero l (no client) is an error.
+// for factory.Factory.Admin, its only caller: l's type is internal to this
+// module, so code outside it cannot call New and wrap a client that
+// carries no token. A zero l (no client) is an error.
 func New(l link.Admin) (*Client, error) {
 	if l.Client == nil {
 		return nil, errors.New("admin: New is for factory.Factory.Admin: no client")
 	}
-	return &Client{adm: kadm.NewClient(l.Client), cl: l.Client}, nil
+	return &Client{adm: kadm.NewClient(l.Client), cl: l.Client, closed: make(chan struct{})}, nil
 }
 
 // Kgo returns the underlying franz-go client.
@@ -75,15 +80,17 @@ func (c *Client) Kgo() *kgo.Client { return c.cl }
 // hand over, so there is nothing to wait for on the network but franz-go's
 // own close (a last client-metrics push, at most about a second). When ctx
 // ends first, Close returns its error at once and the closing finishes in
-// the background. A second Close returns nil.
+// the background. The closing happens once: another Close waits for it
+// (bounded by its own ctx).
 func (c *Client) Close(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.cl.Close()
-	}()
+	c.closeOnce.Do(func() {
+		go func() {
+			defer close(c.closed)
+			c.cl.Close()
+		}()
+	})
 	select {
-	case <-done:
+	case <-c.closed:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("admin: close: %w", context.Cause(ctx))

@@ -164,10 +164,11 @@ type Consumer[K, V any] struct {
 }
 
 // New makes a consumer of l.Client, following the session as l says,
-// decoding keys and values with keys and values. It is made by
-// factory.NewConsumer: l's type is internal to this module, so code
-// outside it cannot call New and build a consumer without the factory's
-// token. A zero l (no client) or a nil deserializer is an error.
+// decoding keys and values with keys and values. It is for
+// factory.NewConsumer, its only caller: l's type is internal to this
+// module, so code outside it cannot call New and build a consumer without
+// the factory's token. A zero l (no client) or a nil deserializer is an
+// error.
 //
 // The consumer owns l.Client and every client l.Follow gives it: it
 // closes them. It asks l.Follow for the next client at each cluster
