@@ -34,7 +34,7 @@ func ExampleClient() {
 	if err != nil {
 		panic(err)
 	}
-	defer adm.Close()
+	defer adm.Close(ctx)
 
 	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "invoices"); err != nil {
 		panic(err)

@@ -32,10 +32,10 @@ func freshAdmin(t *testing.T) (adm, other *admin.Client, ctx context.Context) {
 	t.Cleanup(f.Close)
 	adm, err = f.Admin(factory.KgoOpts(kgo.MetadataMinAge(time.Minute), kgo.MetadataMaxAge(time.Minute)))
 	require.NoError(t, err)
-	t.Cleanup(adm.Close)
+	t.Cleanup(func() { require.NoError(t, adm.Close(context.Background())) })
 	other, err = f.Admin()
 	require.NoError(t, err)
-	t.Cleanup(other.Close)
+	t.Cleanup(func() { require.NoError(t, other.Close(context.Background())) })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return adm, other, ctx
@@ -252,7 +252,7 @@ func TestBrokerReadsReachABroker(t *testing.T) {
 	var writes metadataWrites
 	adm, err := f.Admin(factory.KgoOpts(kgo.MetadataMinAge(time.Minute), kgo.MetadataMaxAge(time.Minute), kgo.WithHooks(&writes)))
 	require.NoError(t, err)
-	defer adm.Close()
+	defer func() { require.NoError(t, adm.Close(context.Background())) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	reads := map[string]func() error{

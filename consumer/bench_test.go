@@ -3,12 +3,16 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/internal/link"
 )
 
 // BenchmarkDecode times the per-record path alone: handing over the
@@ -199,4 +203,126 @@ func consumeCluster(b *testing.B, n int) []string {
 		b.Fatalf("producing the records: %v (%d failed)", err, failed.Load())
 	}
 	return kc.ListenAddrs()
+}
+
+// BenchmarkPoll compares Poll with franz-go's own PollFetches on the same
+// data in one process: a one-broker kfake cluster holding 1,000,000
+// records of 100 bytes, read in full once by each per round, each read on
+// a fresh client of the same options, the order rotating from round to
+// round so that none always reads first, and a collection before each
+// read so that none pays for another's garbage. kgo touches each record
+// through EachRecord, Poll (Bytes() keys and values, the consumer made by
+// New as the factory makes it) through the slice it returns. A third
+// reader, kgo's PollRecords with Poll's default batch (pollBatch), shows
+// how much of the difference the batch size alone makes.
+//
+// It reports medians over the rounds: ns per record of each, by the wall
+// clock and by the CPU time of the process (kfake's serving included,
+// alike for all), and Poll's throughput as a fraction of each kgo reader's
+// (the median of the rounds' kgo time over Poll time: 1 is as fast), by
+// either clock. On a machine whose cores other work shares, the wall clock
+// moves with that work; the CPU time much less. One op is the whole
+// comparison.
+//
+//	go test -run '^$' -bench BenchmarkPoll -benchmem ./consumer/
+func BenchmarkPoll(b *testing.B) {
+	const n, rounds = 1_000_000, 9
+	addrs := consumeCluster(b, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	newClient := func() *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return cl
+	}
+	kgoReader := func(max int) func(*kgo.Client) int {
+		return func(cl *kgo.Client) int {
+			got := 0
+			for got < n {
+				fs := cl.PollRecords(ctx, max) // max 0: PollFetches
+				if err := fs.Err0(); err != nil {
+					b.Fatal(err)
+				}
+				fs.EachRecord(func(r *kgo.Record) { got += min(len(r.Value), 1) })
+			}
+			return got
+		}
+	}
+	readPoll := func(cl *kgo.Client) int {
+		c, err := New(link.Consumer{Client: cl}, Bytes(), Bytes())
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := 0
+		for got < n {
+			recs, err := c.Poll(ctx, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range recs {
+				got += min(len(recs[i].Value), 1)
+			}
+		}
+		return got
+	}
+	readers := []struct {
+		name string
+		read func(*kgo.Client) int
+	}{{"kgo", kgoReader(0)}, {"Poll", readPoll}, {"kgo-records", kgoReader(pollBatch)}}
+	// timed returns the wall and CPU time of one read.
+	timed := func(read func(*kgo.Client) int) [2]time.Duration {
+		cl := newClient()
+		defer cl.Close()
+		runtime.GC()
+		start, cpu := time.Now(), cpuTime()
+		if got := read(cl); got != n {
+			b.Fatalf("read %d records, want %d", got, n)
+		}
+		return [2]time.Duration{time.Since(start), cpuTime() - cpu}
+	}
+	var times [3][2][]time.Duration // reader, clock
+	b.ResetTimer()
+	for range b.N {
+		for round := range rounds {
+			for i := range readers {
+				r := (round + i) % len(readers)
+				t := timed(readers[r].read)
+				for clock := range 2 {
+					times[r][clock] = append(times[r][clock], t[clock])
+				}
+			}
+		}
+	}
+	b.StopTimer()
+	median := func(xs []float64) float64 {
+		xs = slices.Clone(xs)
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	const poll = 1
+	for clock, name := range []string{"wall", "cpu"} {
+		if clock == 1 && times[poll][1][0] == 0 {
+			break // no CPU clock here
+		}
+		for r, rd := range readers {
+			perRec := make([]float64, len(times[r][clock]))
+			for i, d := range times[r][clock] {
+				perRec[i] = float64(d.Nanoseconds()) / n
+			}
+			b.ReportMetric(median(perRec), rd.name+"-"+name+"-ns/rec")
+			if r == poll {
+				continue
+			}
+			ratios := make([]float64, len(times[r][clock]))
+			for i := range ratios {
+				ratios[i] = float64(times[r][clock][i]) / float64(times[poll][clock][i])
+			}
+			b.ReportMetric(median(ratios), "Poll/"+rd.name+"-"+name)
+			slices.Sort(ratios)
+			b.Logf("%s, %s time over Poll's per round, sorted: %.3f", name, rd.name, ratios)
+		}
+	}
 }

@@ -3,9 +3,10 @@
 // fetches, offset lookups and group joins see every topic the factory's admin
 // client created.
 //
-// Three ways to read, from the simplest to the cheapest:
+// Three ways to read, each about as fast as franz-go's own PollFetches:
 //
-//   - Poll returns a new slice of typed records per call.
+//   - Poll returns a slice of typed records that the next Poll reuses: the
+//     records of one poll are valid until the next (copy one to keep it).
 //   - AppendPoll appends them to a slice the caller passes and may reuse, so a
 //     loop that reuses its slice allocates nothing per record.
 //   - Records is an iterator that decodes every record into one reused value:
@@ -32,6 +33,18 @@
 // fetching; SetOffsets seeks. Every one of them goes through the factory's
 // client, so reads after a seek or a rebalance carry the token too, and
 // pauses and callbacks outlive a cluster change.
+//
+// Who owns what: factory.NewConsumer has the factory's session build the
+// first franz-go client and hands it to [New] in a link.Consumer, with the
+// session's answers to two questions: has the cluster behind the bootstrap
+// servers changed, and what comes next (link.Follower: a client built
+// again on the new cluster, or the error of a consumer pinned to the old
+// one), and does the cluster refuse the consumer's credentials
+// (link.AuthWatch; a poll then returns a *kconsist.AuthError). The
+// Consumer owns every client it is given, swaps to the next one itself,
+// carrying its assignment and pauses over, and closes the one replaced;
+// [Consumer.Close] closes them all. The session owns the cluster watcher
+// and keeps nothing of the consumer's clients but their counters.
 package consumer
 
 import (
@@ -43,7 +56,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kconsist/kconsist/internal/bridge"
+	"github.com/kconsist/kconsist/internal/link"
 )
 
 // ErrDeserialize wraps every deserialization error.
@@ -122,69 +135,84 @@ type Consumer[K, V any] struct {
 	mu       sync.Mutex
 	cl       *kgo.Client
 	assigned map[string]map[int32]kgo.Offset
-	changed  error // sticky: the pinned cluster is gone
+	changed  error // sticky: the cluster changed and the consumer cannot follow
 	closed   bool  // Close was called
 	cancel   func()
-	auth     authState // follow.Auth; reading goroutine only
+	auth     authState // link.Consumer.Auth; reading goroutine only
 	// retiring counts clients a cluster change retired, closing in the
 	// background; Close waits for them. Added to under mu while !closed
 	// only, so never concurrently with Close's Wait.
 	retiring sync.WaitGroup
+	// retired: cl is closing already, retired by a cluster change that
+	// the consumer could not follow.
+	retired bool
+	// leave bounds every group leave of the consumer's clients, the
+	// retired ones' included; Close cancels it when its context ends.
+	leave       context.Context
+	cancelLeave context.CancelFunc
+	// closeOnce starts the closing, which sets closeErr and then closes
+	// closeDone.
+	closeOnce sync.Once
+	closeDone chan struct{}
+	closeErr  error
+
+	// polled is the slice Poll returns, reused by the next Poll, and
+	// polledLen its length then (the slots that hold records). Used by
+	// the reading goroutine only.
+	polled    []Record[K, V]
+	polledLen int
 }
 
-// follow is how the factory tells a consumer about cluster changes and
-// credential failures (see internal/bridge).
-type follow = bridge.ConsumerFollow
-
-func init() {
-	bridge.InitConsumer = func(dst any, cl *kgo.Client, keys, values any, group bool, f follow) {
-		dst.(interface {
-			bind(*kgo.Client, any, any, bool, follow)
-		}).bind(cl, keys, values, group, f)
+// New makes a consumer of l.Client, following the session as l says,
+// decoding keys and values with keys and values. It is for
+// factory.NewConsumer, its only caller: l's type is internal to this
+// module, so code outside it cannot call New and build a consumer without
+// the factory's token. A zero l (no client) or a nil deserializer is an
+// error.
+//
+// The consumer owns l.Client and every client l.Follow gives it: it
+// closes them. It asks l.Follow for the next client at each cluster
+// change, and l.Auth (when not nil) whether the cluster refuses it.
+func New[K, V any](l link.Consumer, keys Deserializer[K], values Deserializer[V]) (*Consumer[K, V], error) {
+	if l.Client == nil {
+		return nil, errors.New("consumer: New is for factory.NewConsumer: no client")
 	}
-}
-
-// bind makes c a consumer on cl that follows cluster changes as f says;
-// keys and values are its Deserializer[K] and Deserializer[V] (nil stays
-// nil).
-func (c *Consumer[K, V]) bind(cl *kgo.Client, keys, values any, group bool, f follow) {
-	k, _ := keys.(Deserializer[K])
-	v, _ := values.(Deserializer[V])
-	c.init(cl, k, v, group)
-	c.withFollow(f)
-}
-
-// withFollow makes c react to cluster changes as f says, before c is used.
-func (c *Consumer[K, V]) withFollow(f follow) *Consumer[K, V] {
-	c.auth.watch = f.Auth
-	if f.Watch != nil {
-		c.cancel = f.Watch.OnChange(func() { c.followChange(f) })
+	if keys == nil || values == nil {
+		return nil, errors.New("consumer: New needs a key and a value deserializer")
 	}
-	return c
+	c := newConsumer(l.Client, keys, values, l.Group)
+	c.auth.watch = l.Auth
+	if f := l.Follow; f != nil {
+		c.cancel = f.OnChange(func() { c.followChange(f) })
+	}
+	return c, nil
 }
 
-func (c *Consumer[K, V]) followChange(f follow) {
-	if f.Pinned {
-		// Nothing of the pinned cluster is reachable any more: close the
-		// client, which also wakes a Poll that waits for records.
-		c.mu.Lock()
+// followChange goes on after a cluster change with what f gives: the
+// next client, or the error polls return from then on.
+func (c *Consumer[K, V]) followChange(f link.Follower) {
+	c.mu.Lock()
+	done := c.closed || c.changed != nil
+	c.mu.Unlock()
+	if done {
+		return // nothing to follow with
+	}
+	next, err := f.Follow()
+	c.mu.Lock()
+	if err != nil {
 		defer c.mu.Unlock()
-		c.changed = f.Changed()
+		c.changed = err
+		// The client has nothing left to read: close it, which also
+		// wakes a Poll waiting for records.
 		if !c.closed { // else Close closes it
 			c.retire(c.cl)
+			c.retired = true
 		}
 		return
 	}
-	next, err := f.NewClient()
-	c.mu.Lock()
-	if err == nil && c.closed {
+	if c.closed {
 		c.mu.Unlock()
 		next.Close() // the consumer was closed meanwhile
-		return
-	}
-	if err != nil {
-		c.changed = fmt.Errorf("consumer: follow the cluster change: %w", err)
-		c.mu.Unlock()
 		return
 	}
 	old := c.cl
@@ -198,13 +226,17 @@ func (c *Consumer[K, V]) followChange(f follow) {
 }
 
 // retire closes cl in the background: its group and cluster are gone, and
-// leaving the group may take until franz-go gives up, which must not hold
-// up the cluster watcher or a Poll. With BlockRebalanceOnPoll, leaving
-// would wait for an AllowRebalance that the user, now polling the next
-// client, never makes on this one: allow it here. c.mu held, c not closed.
+// leaving the group may take until franz-go gives up (or Close's context
+// ends), which must not hold up the cluster watcher or a Poll. With
+// BlockRebalanceOnPoll, leaving would wait for an AllowRebalance that the
+// user, now polling the next client, never makes on this one: allow it
+// here. c.mu held, c not closed.
 func (c *Consumer[K, V]) retire(cl *kgo.Client) {
 	cl.AllowRebalance()
-	c.retiring.Go(cl.Close)
+	c.retiring.Go(func() {
+		_ = cl.LeaveGroupContext(c.leave) // its cluster is gone: nothing to report
+		cl.Close()
+	})
 }
 
 func (c *Consumer[K, V]) client() (*kgo.Client, error) {
@@ -215,17 +247,14 @@ func (c *Consumer[K, V]) client() (*kgo.Client, error) {
 
 // newConsumer wraps cl; group says whether it consumes in a group.
 func newConsumer[K, V any](cl *kgo.Client, keys Deserializer[K], values Deserializer[V], group bool) *Consumer[K, V] {
-	c := new(Consumer[K, V])
-	c.init(cl, keys, values, group)
-	return c
-}
-
-func (c *Consumer[K, V]) init(cl *kgo.Client, keys Deserializer[K], values Deserializer[V], group bool) {
-	c.cl, c.keys, c.values, c.group = cl, keys, values, group
+	c := &Consumer[K, V]{cl: cl, keys: keys, values: values, group: group}
 	// Bytes() is a Deserializer[[]byte]: the record's slice is taken as
 	// it is (see keyBytes).
 	_, c.keyBytes = any(keys).(bytesDeserializer)
 	_, c.valueBytes = any(values).(bytesDeserializer)
+	c.leave, c.cancelLeave = context.WithCancel(context.Background())
+	c.closeDone = make(chan struct{})
+	return c
 }
 
 // Kgo returns the underlying franz-go client.
@@ -268,20 +297,56 @@ func (c *Consumer[K, V]) Commit(ctx context.Context) error {
 
 // Close leaves the group (committing what was polled, or calling
 // OnPartitionsRevoked) and closes the client. With BlockRebalanceOnPoll it
-// allows the rebalance first, since leaving is one. It returns once every
-// client the consumer used is closed, those a cluster change replaced
-// included.
-func (c *Consumer[K, V]) Close() {
+// allows the rebalance first, since leaving is one. It returns nil once
+// every client the consumer used is closed, those a cluster change replaced
+// included, or the error of what failed: the LeaveGroup answer's error,
+// or the context's error.
+//
+// ctx bounds leaving the group, the one step that waits on the network:
+// when it ends first, Close returns its error at once, the leave requests
+// in flight are abandoned and the closing finishes in the background. The
+// group then learns the member is gone only when its session times out,
+// and revokes the partitions then. (A rebalance callback that is running
+// is waited for all the same, by franz-go.)
+//
+// After Close, polls return kgo.ErrClientClosed. The closing happens once:
+// another Close waits for it (bounded by its own ctx) and returns its
+// result.
+func (c *Consumer[K, V]) Close(ctx context.Context) error {
+	c.closeOnce.Do(c.startClose)
+	select {
+	case <-c.closeDone:
+		return c.closeErr
+	case <-ctx.Done():
+		c.cancelLeave()
+		return fmt.Errorf("consumer: close did not finish (leaving the group, closing the clients): %w", context.Cause(ctx))
+	}
+}
+
+// startClose closes every client of c in the background, each once, and
+// closes c.closeDone when done.
+func (c *Consumer[K, V]) startClose() {
 	c.mu.Lock()
 	c.closed = true
+	cl, retired := c.cl, c.retired
 	c.mu.Unlock()
 	if c.cancel != nil {
 		c.cancel()
 	}
-	cl := c.Kgo()
-	cl.AllowRebalance()
-	cl.Close()
-	c.retiring.Wait()
+	go func() {
+		defer close(c.closeDone)
+		defer c.cancelLeave()
+		if !retired { // else a cluster change is closing it already
+			cl.AllowRebalance()
+			if c.group {
+				if err := cl.LeaveGroupContext(c.leave); err != nil {
+					c.closeErr = fmt.Errorf("consumer: leave the group: %w", err)
+				}
+			}
+			cl.Close()
+		}
+		c.retiring.Wait()
+	}()
 }
 
 func (c *Consumer[K, V]) isClosed() bool {

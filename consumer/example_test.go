@@ -41,7 +41,7 @@ func ExampleConsumer_Poll() {
 	if err != nil {
 		panic(err)
 	}
-	defer adm.Close()
+	defer adm.Close(ctx)
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "readings"); err != nil {
 		panic(err)
 	}
@@ -61,7 +61,7 @@ func ExampleConsumer_Poll() {
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	lines := map[int64]string{} // by offset: one poll or several, same output
 	for len(lines) < 3 {
 		recs, err := c.Poll(ctx, 0)
@@ -118,7 +118,7 @@ func ExampleConsumer_Assign() {
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	if err := c.Assign(map[string]map[int32]kgo.Offset{"logs": {1: kgo.NewOffset().At(2)}}); err != nil {
 		panic(err)
 	}
@@ -169,7 +169,7 @@ func ExampleConsumer_Records() {
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	if err := c.Assign(map[string]map[int32]kgo.Offset{"events": {0: kgo.NewOffset().AtStart()}}); err != nil {
 		panic(err)
 	}
@@ -226,7 +226,7 @@ func ExampleConsumer_AppendPoll() {
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	if err := c.Assign(map[string]map[int32]kgo.Offset{"metrics": {0: kgo.NewOffset().AtStart()}}); err != nil {
 		panic(err)
 	}
@@ -243,4 +243,60 @@ func ExampleConsumer_AppendPoll() {
 	}
 	fmt.Println()
 	// Output: 0 1 4 9 16
+}
+
+// Poll's slice is reused by the next Poll: the records of one poll are
+// valid until the next. Copy what must outlive it: append(kept, recs...)
+// copies the records, r := recs[i] copies one; keys, values and headers
+// are never reused.
+func ExampleConsumer_Poll_keep() {
+	lc, err := localcluster.New(localcluster.Brokers(1), localcluster.SeedTopics(1, "jobs"))
+	if err != nil {
+		panic(err)
+	}
+	defer lc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	p, err := factory.NewProducer(f, producer.String(), producer.String())
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close(ctx)
+	for _, v := range []string{"a", "b", "c", "d", "e"} {
+		if _, err := p.Produce(ctx, producer.Record[string, string]{Topic: "jobs", Value: v}); err != nil {
+			panic(err)
+		}
+	}
+
+	c, err := factory.NewConsumer(f, consumer.String(), consumer.String())
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close(ctx)
+	if err := c.Assign(map[string]map[int32]kgo.Offset{"jobs": {0: kgo.NewOffset().AtStart()}}); err != nil {
+		panic(err)
+	}
+	var kept []consumer.Record[string, string] // outlives the polls
+	var last consumer.Record[string, string]
+	for len(kept) < 5 {
+		recs, err := c.Poll(ctx, 2)
+		if err != nil {
+			panic(err)
+		}
+		kept = append(kept, recs...) // copies the records out of recs
+		if len(recs) > 0 {
+			last = recs[len(recs)-1] // a copy too; &recs[i] would not be
+		}
+	}
+	for _, r := range kept {
+		fmt.Print(r.Value, " ")
+	}
+	fmt.Println("last:", last.Value)
+	// Output: a b c d e last: e
 }

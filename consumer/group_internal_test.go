@@ -19,9 +19,9 @@ func TestPausesFollowClientSwap(t *testing.T) {
 	newClient := func() (*kgo.Client, error) { return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...)) }
 	cl, err := newClient()
 	require.NoError(t, err)
-	w := &manualWatch{}
-	c := newConsumer(cl, String(), String(), false).withFollow(follow{Watch: w, NewClient: newClient})
-	defer c.Close()
+	w := &manualWatch{next: newClient}
+	c := follows(t, cl, false, w)
+	defer func() { require.NoError(t, c.Close(context.Background())) }()
 	require.Equal(t, []string{"u"}, c.PauseFetchTopics("u"))
 	c.PauseFetchPartitions(map[string][]int32{"t": {1}})
 	wantPartitions := c.PauseFetchPartitions(nil) // franz-go lists "u" too
@@ -55,20 +55,18 @@ func TestRetireAllowsRebalance(t *testing.T) {
 	require.NoError(t, err)
 	defer prod.Close()
 	require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("v")}).FirstErr())
-	w := &manualWatch{}
-	c := newConsumer(cl, String(), String(), true).withFollow(follow{Watch: w, NewClient: newClient})
+	w := &manualWatch{next: newClient}
+	c := follows(t, cl, true, w)
 	recs, err := c.Poll(ctx, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 1) // and no AllowRebalance on cl
 
 	w.change()
-	closed := make(chan struct{})
-	go func() {
-		c.Close()
-		close(closed)
-	}()
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(ctx) }()
 	select {
-	case <-closed:
+	case err := <-closed:
+		require.NoError(t, err)
 	case <-ctx.Done():
 		t.Fatal("the retired client waits for AllowRebalance")
 	}

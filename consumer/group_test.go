@@ -36,7 +36,7 @@ func newGroupEnv(t *testing.T) *groupEnv {
 	t.Cleanup(func() { f.Close() })
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer closeOK(t, adm)
 	_, err = adm.CreateTopic(ctx, 2, 1, nil, "t")
 	require.NoError(t, err)
 	pr, err := f.KgoClient(factory.KgoOpts(kgo.RecordPartitioner(kgo.ManualPartitioner())))
@@ -60,7 +60,7 @@ func (e *groupEnv) committed(t *testing.T, group string) map[int32]int64 {
 	t.Helper()
 	adm, err := e.f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer closeOK(t, adm)
 	os, err := adm.FetchOffsets(e.ctx, group)
 	require.NoError(t, err)
 	out := map[int32]int64{}
@@ -81,6 +81,12 @@ func pollN(t *testing.T, ctx context.Context, c *consumer.Consumer[string, strin
 		got = append(got, recs...)
 	}
 	return got
+}
+
+// closeOK closes a client and checks that Close reports no failure.
+func closeOK(t *testing.T, c interface{ Close(context.Context) error }) {
+	t.Helper()
+	require.NoError(t, c.Close(context.Background()))
 }
 
 // fast makes a group member notice a rebalance within 100ms rather than
@@ -120,7 +126,7 @@ func TestRevokedCommits(t *testing.T) {
 			calls <- call{kind: "lost", ps: ps}
 		}))
 	require.NoError(t, err)
-	defer a.Close()
+	defer closeOK(t, a)
 	first := <-calls
 	require.Equal(t, "assigned", first.kind)
 	require.ElementsMatch(t, []int32{0, 1}, first.ps["t"])
@@ -131,7 +137,7 @@ func TestRevokedCommits(t *testing.T) {
 	b, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), factory.ConsumeTopics("t"),
 		factory.GroupID("g"), factory.AutoOffsetReset(factory.ResetEarliest), fast)
 	require.NoError(t, err)
-	defer b.Close()
+	defer closeOK(t, b)
 	var revoked call
 	select {
 	case revoked = <-calls:
@@ -178,13 +184,13 @@ func TestBlockRebalanceOnPoll(t *testing.T) {
 			_ = g.Commit(ctx)
 		}))
 	require.NoError(t, err)
-	defer a.Close()
+	defer closeOK(t, a)
 	require.Len(t, pollN(t, e.ctx, a, 4), 4) // the poll blocks rebalances
 
 	b, err := factory.NewConsumer(e.f, consumer.String(), consumer.String(), factory.ConsumeTopics("t"),
 		factory.GroupID("g"), factory.AutoOffsetReset(factory.ResetEarliest), fast)
 	require.NoError(t, err)
-	defer b.Close()
+	defer closeOK(t, b)
 	select {
 	case <-blocked: // the rebalance waits for a
 	case <-e.ctx.Done():
@@ -213,13 +219,11 @@ func TestCloseAllowsRebalance(t *testing.T) {
 		factory.GroupID("g"), factory.AutoOffsetReset(factory.ResetEarliest), factory.BlockRebalanceOnPoll())
 	require.NoError(t, err)
 	pollN(t, e.ctx, c, 1) // and no AllowRebalance
-	closed := make(chan struct{})
-	go func() {
-		c.Close()
-		close(closed)
-	}()
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(e.ctx) }()
 	select {
-	case <-closed:
+	case err := <-closed:
+		require.NoError(t, err)
 	case <-time.After(15 * time.Second):
 		t.Fatal("Close waits for AllowRebalance")
 	}
@@ -231,7 +235,7 @@ func TestPauseResumeSeek(t *testing.T) {
 	e := newGroupEnv(t)
 	c, err := factory.NewConsumer(e.f, consumer.String(), consumer.String())
 	require.NoError(t, err)
-	defer c.Close()
+	defer closeOK(t, c)
 	require.NoError(t, c.Assign(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}))
 
 	require.Equal(t, map[string][]int32{"t": {0}}, c.PauseFetchPartitions(map[string][]int32{"t": {0}}))

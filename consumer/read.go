@@ -10,47 +10,89 @@ import (
 )
 
 // Poll waits until records are available or ctx ends, and returns at most
-// max records (all buffered ones if max <= 0). The error joins every
+// max records; with max <= 0, at most 4096, and franz-go keeps the rest
+// buffered, not yet counted as polled (autocommit leaves them alone), for
+// the next Poll, which returns at once. The error joins every
 // *DeserializeError and *FetchError of this poll; records that decoded are
 // returned alongside it. When ctx ends with nothing fetched, Poll returns
-// ctx's error.
+// ctx's error; when the cluster refuses the consumer's credentials or TLS
+// settings, a *kconsist.AuthError.
 //
-// Poll allocates the slice it returns; a loop that polls often can reuse
-// one with AppendPoll instead.
+// The slice is the consumer's own, and the next Poll reuses its memory:
+// the records it holds are valid until the next Poll. Keep a record by
+// copying it (r := recs[i] is a copy; &recs[i] is not), or all of them
+// with slices.Clone(recs); its key, value and headers stay valid either
+// way (see Bytes). Appending to the slice copies it (its capacity is its
+// length), so the next Poll never writes over what was appended. Reusing
+// the memory, and a batch that stays in the CPU's cache, is what makes
+// Poll as fast as franz-go's own PollFetches: a new slice per poll costs
+// more than decoding the records. AppendPoll fills a slice the caller
+// gives instead.
 func (c *Consumer[K, V]) Poll(ctx context.Context, max int) ([]Record[K, V], error) {
-	return c.AppendPoll(ctx, nil, max)
+	recs, touched, err := c.appendPoll(ctx, c.polled[:0], max)
+	// Let go of what the slots past this poll's records held (the poll
+	// before's records, a record that did not decode), so that the
+	// memory of the fetches they come from can go.
+	if touched < c.polledLen {
+		touched = c.polledLen
+	}
+	clear(recs[len(recs):touched])
+	c.polled, c.polledLen = recs, len(recs)
+	return recs[:len(recs):len(recs)], err
 }
+
+// pollBatch is how many records Poll and AppendPoll return at most when
+// not told: the decoded records of a batch (4096 * 144 bytes for Bytes()
+// keys and values) stay in the CPU's cache between the decoding and the
+// caller's loop. A whole poll of 1,000,000 records of 100 bytes on kfake
+// is 125,000 records, 18 MB decoded, and reading them back from memory
+// cost Poll 10-20% of its throughput against kgo's PollFetches.
+const pollBatch = 4096
 
 // AppendPoll is Poll appending to dst: it returns dst with the polled
 // records appended, growing it only when it lacks room. Passing the
 // previous result back as dst[:0] reuses its memory, so the records of
 // one poll are valid until the next; copy what must outlive it.
 func (c *Consumer[K, V]) AppendPoll(ctx context.Context, dst []Record[K, V], max int) ([]Record[K, V], error) {
+	dst, _, err := c.appendPoll(ctx, dst, max)
+	return dst, err
+}
+
+// appendPoll is AppendPoll, also returning how many slots of dst's memory
+// it wrote to: past the records returned, those of records that did not
+// decode.
+func (c *Consumer[K, V]) appendPoll(ctx context.Context, dst []Record[K, V], max int) ([]Record[K, V], int, error) {
+	if max <= 0 {
+		max = pollBatch
+	}
 	var errs []error
 	if c.rest.empty() {
 		fs, err := c.fetch(ctx, max)
 		if err != nil {
-			return dst, err
+			return dst, len(dst), err
 		}
 		errs = fetchErrors(fs, errs)
 		c.rest.reset(fs)
 	}
 	n := c.rest.remaining(max)
 	dst = slices.Grow(dst, n)
-	start := len(dst)
+	start, touched := len(dst), len(dst)
 	for range n {
 		// Decode straight into the slot: a Record is large, and building
 		// it aside and copying it in costs as much as the decoding.
 		dst = dst[:len(dst)+1]
+		if touched < len(dst) {
+			touched = len(dst)
+		}
 		if err := c.decode(c.rest.next(), &dst[len(dst)-1]); err != nil {
 			dst = dst[:len(dst)-1]
 			errs = append(errs, err)
 		}
 	}
 	if len(dst) == start && len(errs) == 0 && ctx.Err() != nil {
-		return dst, ctx.Err()
+		return dst, touched, ctx.Err()
 	}
-	return dst, errors.Join(errs...)
+	return dst, touched, errors.Join(errs...)
 }
 
 // Records returns an iterator over the records of c, polling for more as

@@ -208,9 +208,9 @@ func TestDeserializeErrorsPerRecord(t *testing.T) {
 }
 
 // TestReadAllocatesNothingPerRecord: with Bytes() keys and values, reading
-// a poll allocates nothing per record: AppendPoll into a reused slice
-// nothing at all, Poll the slice it returns and Records its loop's state,
-// as many for 1000 records as for 10.
+// a poll allocates nothing per record: AppendPoll into a reused slice and
+// Poll, which reuses its own, nothing at all, and Records its loop's
+// state, as many for 1000 records as for 10.
 func TestReadAllocatesNothingPerRecord(t *testing.T) {
 	ctx := context.Background()
 	c := newConsumer[[]byte, []byte](nil, Bytes(), Bytes(), false)
@@ -249,7 +249,7 @@ func TestReadAllocatesNothingPerRecord(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			a10 := testing.AllocsPerRun(20, func() { read(few, 10) })
 			a1000 := testing.AllocsPerRun(20, func() { read(many, 1000) })
-			if name == "AppendPoll" {
+			if name != "Records" {
 				require.Zero(t, a1000)
 			}
 			require.LessOrEqual(t, a10, 2.0, "a slice or a loop's state (two under -race)")
@@ -296,7 +296,7 @@ func TestRecordsOnACluster(t *testing.T) {
 				continue
 			}
 			if got = append(got, *r); len(got) == 5 {
-				go c.Close() // from another goroutine, while the loop polls
+				go c.Close(ctx) // from another goroutine, while the loop polls
 			}
 		}
 	}()
@@ -311,7 +311,7 @@ func TestRecordsOnACluster(t *testing.T) {
 	}
 
 	c = newConsumer()
-	defer c.Close()
+	defer func() { require.NoError(t, c.Close(ctx)) }()
 	short, stop := context.WithCancel(ctx)
 	defer stop()
 	n := 0
@@ -390,4 +390,70 @@ func TestReusedRecordTakesEveryField(t *testing.T) {
 			check(t, r, &dst[i])
 		}
 	})
+}
+
+// TestPollReusesItsSlice: the next Poll writes its records in the memory
+// of the slice the one before returned; appending to a returned slice
+// copies it, so the next Poll never writes over what was appended; and
+// the slots a smaller poll leaves are cleared, so that the records of a
+// poll long gone keep no fetch's memory alive.
+func TestPollReusesItsSlice(t *testing.T) {
+	ctx := context.Background()
+	c := newConsumer[[]byte, []byte](nil, Bytes(), Bytes(), false)
+	poll := func(n int) ([]Record[[]byte, []byte], []*kgo.Record) {
+		t.Helper()
+		fs, order := fetched(n)
+		c.rest.reset(fs)
+		recs, err := c.Poll(ctx, 0)
+		require.NoError(t, err)
+		require.Len(t, recs, n)
+		for i, r := range order {
+			requireSame(t, r, recs[i])
+		}
+		return recs, order
+	}
+	first, _ := poll(10)
+	second, order := poll(4)
+	require.Same(t, &first[0], &second[0], "the second poll reuses the first's memory")
+	for i, r := range first[4:10] { // the slots past the second poll's records
+		require.Zero(t, r, "slot %d still holds a record of the poll before", 4+i)
+	}
+	require.Equal(t, len(second), cap(second), "an append must copy")
+	kept := second[3] // a copy: valid for good
+	extended := append(second, Record[[]byte, []byte]{Offset: -1})
+	poll(10)
+	require.Equal(t, int64(-1), extended[4].Offset, "what was appended is the caller's")
+	requireSame(t, order[3], kept)
+}
+
+// TestPollBatch: Poll with max <= 0 returns at most pollBatch records,
+// and the next polls the rest, in order, none lost or repeated; a max
+// given is kept, above pollBatch too; AppendPoll is the same.
+func TestPollBatch(t *testing.T) {
+	ctx := context.Background()
+	const n = 2*pollBatch + 100
+	c := newConsumer[[]byte, []byte](nil, Bytes(), Bytes(), false)
+	fs, order := fetched(n)
+	c.rest.reset(fs)
+	var got []int64
+	for _, want := range []int{pollBatch, pollBatch, 100} {
+		recs, err := c.Poll(ctx, 0)
+		require.NoError(t, err)
+		require.Len(t, recs, want)
+		for _, r := range recs {
+			got = append(got, r.Offset)
+		}
+	}
+	require.True(t, c.rest.empty())
+	for i, r := range order {
+		require.Equal(t, r.Offset, got[i])
+	}
+
+	c.rest.reset(fs)
+	recs, err := c.Poll(ctx, pollBatch+1)
+	require.NoError(t, err)
+	require.Len(t, recs, pollBatch+1, "a max given is kept")
+	recs, err = c.AppendPoll(ctx, nil, 0)
+	require.NoError(t, err)
+	require.Len(t, recs, pollBatch)
 }

@@ -99,7 +99,7 @@ func TestClusterChangeFollowed(t *testing.T) {
 	waitFor(ctx, t, "the cluster id", func() bool { return f.s.Watcher().Cluster() == "cluster-a" })
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"), GroupID("g"), AutoOffsetReset(ResetEarliest))
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	require.Equal(t, []string{"a"}, pollValues(ctx, t, c, 1))
 
 	a.Close()
@@ -170,7 +170,7 @@ func TestClusterChangePinnedConsumer(t *testing.T) {
 	defer f.Close()
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"))
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	a.Close()
 	startOnPort(t, "cluster-b", port)
 	f.s.Watcher().Check(false) // what a misroute or a failed record would start

@@ -37,14 +37,14 @@ func TestRebalanceOptionRoles(t *testing.T) {
 	// The base's rebalance options reach no other role's client.
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	adm.Close()
+	adm.Close(context.Background())
 	p, err := NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
 	require.NoError(t, p.Close(context.Background()))
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"), GroupID("g"), OnPartitionsAssigned(fn), OnPartitionsLost(fn))
 	require.NoError(t, err)
 	require.Equal(t, true, c.Kgo().OptValue("BlockRebalanceOnPoll"))
-	c.Close()
+	c.Close(context.Background())
 
 	// A GroupTransactSession consumes in a group: the rebalance options
 	// reach its client as they reach a consumer's (they were dropped

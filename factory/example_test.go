@@ -42,7 +42,7 @@ func quickStart(ctx context.Context, bootstrap string) error {
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer adm.Close(ctx)
 	// On a second run the topic is there already, which is fine.
 	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "orders"); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return err
@@ -63,7 +63,7 @@ func quickStart(ctx context.Context, bootstrap string) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	for {
 		recs, err := c.Poll(ctx, 1)
 		if err != nil {
@@ -196,7 +196,7 @@ func ExampleWithObserver() {
 	if err != nil {
 		panic(err)
 	}
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "events"); err != nil {
 		panic(err)
 	}

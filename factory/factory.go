@@ -13,6 +13,7 @@ import (
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/internal/bridge"
+	"github.com/kconsist/kconsist/internal/link"
 	"github.com/kconsist/kconsist/internal/session"
 	"github.com/kconsist/kconsist/producer"
 )
@@ -123,9 +124,7 @@ func (f *Factory) Admin(opts ...AdminOpt) (*admin.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := new(admin.Client)
-	bridge.InitAdmin(c, cl)
-	return c, nil
+	return admin.New(link.Admin{Client: cl})
 }
 
 // NewProducer returns a producer of K keys and V values; opts apply on top
@@ -173,12 +172,16 @@ func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values con
 	if err != nil {
 		return nil, err
 	}
-	cl, follow, err := f.s.Consumer(b)
+	l, err := f.s.Consumer(b)
 	if err != nil {
 		return nil, err
 	}
-	c := new(consumer.Consumer[K, V])
-	bridge.InitConsumer(c, cl, keys, values, cfg.consume.groupID != "", follow)
+	l.Group = cfg.consume.groupID != ""
+	c, err := consumer.New(l, keys, values)
+	if err != nil {
+		l.Client.Close() // not handed over
+		return nil, err
+	}
 	return c, nil
 }
 

@@ -52,7 +52,7 @@ func TestFactoryFlowKfake(t *testing.T) {
 
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	_, err = adm.CreateTopic(ctx, 3, 1, nil, "orders")
 	require.NoError(t, err)
 
@@ -70,7 +70,7 @@ func TestFactoryFlowKfake(t *testing.T) {
 
 	c, err := NewConsumer(f, consumer.String(), consumer.JSON[order](), ConsumeTopics("orders"), GroupID("g1"))
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	seen := map[int]bool{}
 	for len(seen) < n {
 		recs, err := c.Poll(ctx, 0)
@@ -135,7 +135,7 @@ func TestDeserializeErrorNamesRecord(t *testing.T) {
 	}
 	c, err := NewConsumer(f, consumer.String(), consumer.JSON[order]())
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	require.NoError(t, c.Assign(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
 	var good []int
 	var derr *consumer.DeserializeError
@@ -270,6 +270,6 @@ func TestRetriesEarlyEOF(t *testing.T) {
 	require.Equal(t, true, cl.OptValue(kgo.AlwaysRetryEOF))
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	require.Equal(t, true, adm.Kgo().OptValue(kgo.AlwaysRetryEOF))
 }

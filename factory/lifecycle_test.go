@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,7 +23,7 @@ func TestClosedFactoryMakesNoClient(t *testing.T) {
 	require.NoError(t, err)
 	adm, err := f.Admin() // starts the cluster watcher
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	f.Close()
 	f.Close() // harmless
 
@@ -34,7 +35,7 @@ func TestClosedFactoryMakesNoClient(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	_, err = f.KgoClient()
 	require.ErrorIs(t, err, ErrClosed)
-	adm.Close()
+	adm.Close(context.Background())
 	kc.Close()
 	goleak.VerifyNone(t, before)
 }

@@ -101,7 +101,7 @@ func TestWrongPasswordFailsFast(t *testing.T) {
 
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"))
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	t0 = time.Now()
 	_, err = c.Poll(ctx, 10)
 	require.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
@@ -109,7 +109,7 @@ func TestWrongPasswordFailsFast(t *testing.T) {
 
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	_, err = adm.ListTopics(ctx)
 	require.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
 
@@ -156,7 +156,7 @@ func TestTLSToPlaintextFailsFast(t *testing.T) {
 	t.Cleanup(f.Close)
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	t0 := time.Now()
 	_, err = adm.ListTopics(testCtx(t))
 	require.ErrorIs(t, err, wire.ErrNotTLS)

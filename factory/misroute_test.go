@@ -129,7 +129,7 @@ func TestMisrouteTwoClusters(t *testing.T) {
 				// client silently answers with cluster B's data...
 				adm, err := f.Admin()
 				require.NoError(t, err)
-				defer adm.Close()
+				defer adm.Close(context.Background())
 				offs, err := adm.ListEndOffsets(ctx, "t")
 				require.NoError(t, err)
 				o, _ := offs.Lookup("t", 0)

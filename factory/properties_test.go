@@ -2,6 +2,7 @@ package factory
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -329,7 +330,7 @@ func TestPropertiesJavaNamesConnect(t *testing.T) {
 			t.Cleanup(f.Close)
 			adm, err := f.Admin()
 			require.NoError(t, err)
-			defer adm.Close()
+			defer adm.Close(context.Background())
 			topics, err := adm.ListTopics(testCtx(t))
 			require.NoError(t, err)
 			require.True(t, topics.Has("t"))

@@ -54,7 +54,7 @@ func TestOptionsForAnotherRole(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "base", c.Kgo().OptValue(kgo.ConsumerGroup))
 	require.Equal(t, 10*time.Millisecond, c.Kgo().OptValue(kgo.ProducerLinger), "franz-go's default: the base's linger.ms is a producer's")
-	c.Close()
+	c.Close(context.Background())
 	p, err := NewProducer(f, producer.String(), producer.String(), Linger(5), Idempotence(false), DeliveryTimeout(time.Second))
 	require.NoError(t, err)
 	require.Equal(t, 5*time.Nanosecond, p.Kgo().OptValue(kgo.ProducerLinger))
@@ -67,7 +67,7 @@ func TestOptionsForAnotherRole(t *testing.T) {
 	adm, err := f.Admin(ClientID("admin"))
 	require.NoError(t, err)
 	require.Equal(t, "", adm.Kgo().OptValue(kgo.ConsumerGroup))
-	adm.Close()
+	adm.Close(context.Background())
 
 	// A nil option is an error that says which, never a panic.
 	_, err = NewProducer(f, producer.String(), producer.String(), Linger(0), nil)
@@ -142,7 +142,7 @@ func TestHooksPerRole(t *testing.T) {
 
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	_, err = adm.ListTopics(ctx)
 	require.NoError(t, err)
 	p, err := NewProducer(f, producer.String(), producer.String(), Hooks(RoleProducer, extra))
@@ -152,7 +152,7 @@ func TestHooksPerRole(t *testing.T) {
 	require.NoError(t, err)
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"))
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	cl, err := f.KgoClient()
 	require.NoError(t, err)
 	defer cl.Close()

@@ -39,7 +39,7 @@ func committedValues(ctx context.Context, t *testing.T, f *Factory, topic string
 	t.Helper()
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics(topic), IsolationLevel(ReadCommitted))
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	var got []string
 	for len(got) < n {
 		rs, err := c.Poll(ctx, 0)
@@ -66,7 +66,7 @@ func TestTransactionCommitAbort(t *testing.T) {
 	ctx := testCtx(t)
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	_, err = adm.CreateTopic(ctx, 1, 1, nil, "txn")
 	require.NoError(t, err)
 
@@ -167,7 +167,7 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 	ctx := testCtx(t)
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	for _, topic := range []string{"in", "out"} {
 		_, err = adm.CreateTopic(ctx, 1, 1, nil, topic)
 		require.NoError(t, err)

@@ -69,7 +69,7 @@ func TestFactoryReadsItsWrites(t *testing.T) {
 			require.NoError(t, err)
 			adm, err := f.Admin()
 			require.NoError(t, err)
-			defer adm.Close()
+			defer adm.Close(context.Background())
 
 			// create → produce → consume
 			created, err := adm.CreateTopic(ctx, 3, 1, nil, "orders")
@@ -89,7 +89,7 @@ func TestFactoryReadsItsWrites(t *testing.T) {
 			}
 			c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics("orders"), factory.GroupID("ryw"))
 			require.NoError(t, err)
-			defer c.Close()
+			defer c.Close(context.Background())
 			got := map[string]bool{}
 			for len(got) < n {
 				recs, err := c.Poll(ctx, 0)
@@ -177,7 +177,7 @@ func TestProduceStaleForeverIsTyped(t *testing.T) {
 	require.NoError(t, err)
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	for node := range int32(3) {
 		require.NoError(t, lc.PauseApply(node))
 		defer lc.ResumeApply(node)

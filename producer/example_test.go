@@ -36,7 +36,7 @@ func ExampleProducer_Produce() {
 	if err != nil {
 		panic(err)
 	}
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "payments"); err != nil {
 		panic(err)
 	}

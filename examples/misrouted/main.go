@@ -206,7 +206,7 @@ func scenario(ctx context.Context, out io.Writer, check bool) error {
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer adm.Close(context.Background())
 
 	for i := range 5 {
 		if _, err := p.Produce(ctx, producer.Record[string, string]{Topic: topic, Value: fmt.Sprint("before-", i)}); err != nil {

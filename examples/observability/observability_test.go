@@ -131,7 +131,7 @@ func (o *observed) roundTrip(ctx context.Context, topic string, n int) (trace.Sp
 	if err != nil {
 		return fail(err)
 	}
-	closers = append(closers, c.Close)
+	closers = append(closers, func() { _ = c.Close(context.Background()) })
 	var got []consumer.Record[string, string]
 	for len(got) < n {
 		recs, err := c.Poll(ctx, 0)
@@ -197,7 +197,7 @@ func TestObservability(t *testing.T) {
 	require.NoError(t, err)
 	_, err = adm.CreateTopic(ctx, 1, 1, nil, "created")
 	require.NoError(t, err)
-	adm.Close()
+	adm.Close(context.Background())
 
 	parent, recs, closeClients, err := o.roundTrip(ctx, "t", 6)
 	require.NoError(t, err)

@@ -380,7 +380,7 @@ func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string)
 	}
 	p, err := factory.NewProducer(f, producer.String(), producer.String())
 	if err != nil {
-		adm.Close()
+		adm.Close(context.Background())
 		return nil, err
 	}
 	c := clients{
@@ -395,7 +395,7 @@ func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string)
 			if err != nil {
 				return 0, err
 			}
-			defer cons.Close()
+			defer cons.Close(context.Background())
 			ctx, cancel := context.WithTimeout(ctx, wait)
 			defer cancel()
 			seen := map[string]bool{}
@@ -414,7 +414,7 @@ func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string)
 		},
 		close: func() {
 			_ = p.Close(context.Background())
-			adm.Close()
+			adm.Close(context.Background())
 		},
 	}
 	res, err := flow(ctx, s, "factory (kconsist)", prefix, c)

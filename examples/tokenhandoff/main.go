@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	created, err := adm.CreateTopic(ctx, 3, 1, nil, topic)
 	if err == nil {
 		err = created.Err
@@ -252,7 +252,7 @@ func (b *serviceB) describe(ctx context.Context, f *factory.Factory, t string) s
 	if err != nil {
 		return err.Error()
 	}
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	topics, err := adm.ListTopics(ctx, t)
 	switch {
 	case err != nil:
@@ -328,6 +328,6 @@ func (b *serviceB) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, c := range b.consumers {
-		c.Close()
+		c.Close(context.Background())
 	}
 }

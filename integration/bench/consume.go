@@ -128,7 +128,7 @@ func readTopic(ctx context.Context, v int, f *factory.Factory, addrs []string, t
 		if err != nil {
 			return 0, err
 		}
-		defer c.Close()
+		defer c.Close(context.Background())
 		if err := c.Assign(at); err != nil {
 			return 0, err
 		}
@@ -156,7 +156,7 @@ func readTopic(ctx context.Context, v int, f *factory.Factory, addrs []string, t
 		if err != nil {
 			return 0, err
 		}
-		defer c.Close()
+		defer c.Close(context.Background())
 		if err := c.Assign(at); err != nil {
 			return 0, err
 		}

@@ -76,14 +76,14 @@ func factoryRYW(addrs []string) (*rywClients, error) {
 	}
 	p, err := factory.NewProducer(f, producer.Bytes(), producer.Bytes())
 	if err != nil {
-		adm.Close()
+		adm.Close(context.Background())
 		fkgo.Close()
 		f.Close()
 		return nil, err
 	}
 	c, err := factory.NewConsumer(f, consumer.Bytes(), consumer.Bytes())
 	if err != nil {
-		adm.Close()
+		adm.Close(context.Background())
 		_ = p.Close(context.Background())
 		fkgo.Close()
 		f.Close()
@@ -124,9 +124,9 @@ func factoryRYW(addrs []string) (*rywClients, error) {
 		},
 		probe: func(ctx context.Context, topic string) (int, error) { return staleBrokers(ctx, fkgo, topic) },
 		close: func() {
-			c.Close()
+			c.Close(context.Background())
 			_ = p.Close(context.Background())
-			adm.Close()
+			adm.Close(context.Background())
 			fkgo.Close()
 			f.Close()
 		},

@@ -118,7 +118,7 @@ func newClients(mode Mode, addrs []string, admins, producers int, group string, 
 			if err != nil {
 				return nil, err
 			}
-			c.closers = append(c.closers, a.Close)
+			c.closers = append(c.closers, func() { _ = a.Close(context.Background()) })
 			c.admins = append(c.admins, a)
 		}
 		for range producers {
@@ -135,7 +135,7 @@ func newClients(mode Mode, addrs []string, admins, producers int, group string, 
 		if err != nil {
 			return nil, err
 		}
-		c.closers = append(c.closers, cons.Close)
+		c.closers = append(c.closers, factoryConsumer{cons}.close)
 		c.consumer = factoryConsumer{cons}
 	case ModePlain:
 		c.token = func() int64 { return -1 }
@@ -216,7 +216,7 @@ func (f factoryConsumer) poll(ctx context.Context) ([]RecordRef, error) {
 }
 
 func (f factoryConsumer) commit(ctx context.Context) error { return f.c.Commit(ctx) }
-func (f factoryConsumer) close()                           { f.c.Close() }
+func (f factoryConsumer) close()                           { f.c.Close(context.Background()) }
 
 type plainConsumer struct{ cl *kgo.Client }
 

@@ -83,7 +83,7 @@ func TestFaults(t *testing.T) {
 	defer f.Close()
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	created, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": ptr("2")}, topic)
 	require.NoError(t, err)
 	require.NoError(t, created.Err)
@@ -197,7 +197,7 @@ func TestFaults(t *testing.T) {
 		// Read everything back (no group): every key exactly once.
 		cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics(topic))
 		require.NoError(t, err)
-		defer cons.Close()
+		defer cons.Close(context.Background())
 		seen := make(map[string]int, n)
 		read := 0
 		for read < n {
@@ -305,7 +305,7 @@ func testGroupRebalance(ctx context.Context, t *testing.T, f *factory.Factory, t
 	const group = "faults-group"
 	seen := make(map[string]int, n)
 	m1 := newMember(t, f, "member-1", topic, group)
-	defer m1.c.Close()
+	defer m1.c.Close(context.Background())
 	for len(seen) < n/5 {
 		m1.poll(ctx, t, time.Second, seen)
 		require.NoError(t, ctx.Err())
@@ -315,7 +315,7 @@ func testGroupRebalance(ctx context.Context, t *testing.T, f *factory.Factory, t
 	// member-2 joins; member-1 keeps polling (franz-go rebalances in the
 	// background) until the group has split the partitions between them.
 	m2 := newMember(t, f, "member-2", topic, group)
-	defer m2.c.Close()
+	defer m2.c.Close(context.Background())
 	t0 := time.Now()
 	for {
 		p1, p2 := m1.partitions(), m2.partitions()
@@ -338,7 +338,7 @@ func testGroupRebalance(ctx context.Context, t *testing.T, f *factory.Factory, t
 
 	// member-1 leaves: Close commits what it polled and leaves the group;
 	// member-2 takes every partition over and finishes.
-	m1.c.Close()
+	m1.c.Close(context.Background())
 	t0 = time.Now()
 	var rebalanced time.Duration
 	for len(seen) < n {

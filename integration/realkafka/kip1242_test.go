@@ -74,7 +74,7 @@ func testKIP1242(t *testing.T, a, b *kafkatest.Cluster, fwd *kafkatest.Forwarder
 		// are not seen.
 		adm, err := f.Admin()
 		require.NoError(t, err)
-		defer adm.Close()
+		defer adm.Close(context.Background())
 		offs, err := adm.ListEndOffsets(ctx, topic)
 		require.NoError(t, err)
 		o, ok := offs.Lookup(topic, 0)

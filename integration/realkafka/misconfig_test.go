@@ -72,14 +72,14 @@ func testReauthGoodPath(t *testing.T, c *kafkatest.Cluster) {
 	defer f.Close()
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	created, err := adm.CreateTopic(ctx, 3, 1, nil, topic)
 	require.NoError(t, err)
 	require.NoError(t, created.Err)
 
 	cons, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics(topic))
 	require.NoError(t, err)
-	defer cons.Close()
+	defer cons.Close(context.Background())
 	seen := make(map[string]int, n)
 	var g errgroup.Group
 	g.Go(func() error {
@@ -133,7 +133,7 @@ func testReauthGoodPath(t *testing.T, c *kafkatest.Cluster) {
 		topics, err := adm.ListTopics(ctx, topic)
 		require.NoError(t, err, mech)
 		require.True(t, topics.Has(topic), mech)
-		adm.Close()
+		adm.Close(context.Background())
 		f.Close()
 	}
 }
@@ -285,7 +285,7 @@ func refuseFactory(mc misconfig, listener string) (refusal, uint64, error) {
 	if err != nil {
 		return r, 0, err
 	}
-	defer cons.Close()
+	defer cons.Close(context.Background())
 	t0 = time.Now()
 	if _, err := cons.Poll(cctx, 10); !mc.cause(err) || time.Since(t0) > 5*time.Second {
 		return r, 0, fmt.Errorf("%s: Poll returned %v after %v, want the cause within 5s", mc.name, err, time.Since(t0))
@@ -294,7 +294,7 @@ func refuseFactory(mc misconfig, listener string) (refusal, uint64, error) {
 	if err != nil {
 		return r, 0, err
 	}
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	t0 = time.Now()
 	if _, err := adm.ListTopics(cctx); !mc.cause(err) || time.Since(t0) > 5*time.Second {
 		return r, 0, fmt.Errorf("%s: ListTopics returned %v after %v, want the cause within 5s", mc.name, err, time.Since(t0))

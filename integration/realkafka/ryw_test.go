@@ -129,7 +129,7 @@ func TestReadYourWritesOnKafka44(t *testing.T) {
 	defer f.Close()
 	fadm, err := f.Admin()
 	require.NoError(t, err)
-	defer fadm.Close()
+	defer fadm.Close(context.Background())
 	fkgo, err := f.KgoClient()
 	require.NoError(t, err)
 	defer fkgo.Close()
@@ -268,7 +268,7 @@ func TestReadYourWritesOnKafka44(t *testing.T) {
 				}
 			}
 			cancel()
-			cons.Close()
+			cons.Close(context.Background())
 			require.Equal(t, []string{fmt.Sprint(k)}, got)
 			t.Logf("%s: produced %v after the create, consumed %v after it", topic, produced.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 		}

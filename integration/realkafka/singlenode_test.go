@@ -92,7 +92,7 @@ func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwar
 
 	adm, err := f.Admin()
 	require.NoError(t, err)
-	defer adm.Close()
+	defer adm.Close(context.Background())
 	created, err := adm.CreateTopic(ctx, partitions, 1, map[string]*string{"retention.ms": ptr("86400000")}, topic)
 	require.NoError(t, err)
 	require.NoError(t, created.Err)
@@ -123,7 +123,7 @@ func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwar
 	// Consume them all in a group, each key exactly once.
 	c, err := factory.NewConsumer(f, consumer.String(), consumer.String(), factory.ConsumeTopics(topic), factory.GroupID(group))
 	require.NoError(t, err)
-	defer c.Close()
+	defer c.Close(context.Background())
 	seen := make(map[string]int, n)
 	for len(seen) < n {
 		recs, err := c.Poll(ctx, 0)
@@ -140,7 +140,7 @@ func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwar
 	require.Empty(t, extra, "records beyond the %d produced", n)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NoError(t, c.Commit(ctx))
-	c.Close()
+	c.Close(context.Background())
 
 	// The group's committed offsets cover every record.
 	committed, err := adm.FetchOffsets(ctx, group)
@@ -177,7 +177,7 @@ func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwar
 	var endSum int64
 	ends.Each(func(o kadm.ListedOffset) { endSum += o.Offset })
 	require.Equal(t, int64(n), endSum, "ListEndOffsets totals every record")
-	adm.Close()
+	adm.Close(context.Background())
 
 	st := f.Stats()
 	ws := wl.snapshot()

@@ -1,13 +1,15 @@
-// Package bridge is how package factory builds producers, consumers and
-// admin clients without those packages exporting constructors that would
-// let users make a client without the factory's guarantee.
+// Package bridge is how package factory builds producers without package
+// producer exporting constructors that would let users make a client
+// without the factory's guarantee. (Consumers and admin clients are made by
+// consumer.New and admin.New, whose first parameter is of a type of
+// internal/link, which code outside this module cannot name.)
 //
-// The follow descriptions (ProducerFollow, ConsumerFollow) are made by the
+// The follow description (ProducerFollow) is made by the
 // factory's session (internal/session), which owns the cluster watcher
 // and builds the franz-go clients they swap in; the factory hands them,
 // with the typed value it allocated, to the hooks below.
 //
-// Each of producer, consumer and admin sets its hooks below in an init
+// Package producer sets its hooks below in an init
 // function; factory imports them, so the hooks are set before any factory
 // code runs. Generic types cannot be built through a function variable, so
 // the factory allocates the zero value (new(producer.Producer[K, V])) and
@@ -35,21 +37,6 @@ var (
 	// f's Watch and Cluster tell it about cluster changes (it never follows
 	// one); Auth and the INCONSISTENT_METADATA clocks work as for a producer.
 	InitGroupTransactSession func(dst any, s *kgo.GroupTransactSession, keys, values any, f ProducerFollow)
-)
-
-// Hooks set by package consumer.
-var (
-	// InitConsumer makes dst, a new *consumer.Consumer[K, V], a consumer on
-	// cl decoding with keys (a consumer.Deserializer[K]) and values (a
-	// consumer.Deserializer[V]); group says whether it consumes in a group.
-	// It follows cluster changes as f says.
-	InitConsumer func(dst any, cl *kgo.Client, keys, values any, group bool, f ConsumerFollow)
-)
-
-// Hooks set by package admin.
-var (
-	// InitAdmin makes dst, a new *admin.Client, an admin client on cl.
-	InitAdmin func(dst any, cl *kgo.Client)
 )
 
 // ProducerClient is a franz-go producer client that typed producers of any
@@ -128,22 +115,4 @@ type ProducerFollow struct {
 	// attached to a shared client begins to close it: from then on Attach
 	// refuses it, and the session forgets it.
 	Released func()
-}
-
-// ConsumerFollow configures how a consumer reacts to a cluster change.
-type ConsumerFollow struct {
-	Watch ChangeWatch
-	// Pinned consumers stop: Poll returns Changed() from then on.
-	Pinned  bool
-	Changed func() error
-	// NewClient makes the client that takes over after a change: franz-go
-	// stops consuming a topic whose id changed, and offsets of one cluster
-	// mean nothing in another, so a consumer that follows starts afresh:
-	// in a group where auto.offset.reset says, and assigned partitions at
-	// the offsets first given to Assign.
-	NewClient func() (*kgo.Client, error)
-	// Auth, when not nil, tells when the cluster refuses the consumer's
-	// credentials or TLS settings: polls then return the cause instead of
-	// waiting for their context.
-	Auth AuthWatch
 }

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -13,8 +14,10 @@ import (
 
 // TestPublicSurface: producer, consumer and admin export only what users
 // call. The constructors and cluster-following plumbing the factory needs
-// go through this package; one exported again would let users build a
-// client without the factory's guarantee, and lead go doc with plumbing.
+// go through this package (producer) or take a first parameter of a type
+// of internal/link (consumer.New, admin.New), which code outside this
+// module cannot name; one more exported would let users build a client
+// without the factory's guarantee, and lead go doc with plumbing.
 func TestPublicSurface(t *testing.T) {
 	want := map[string][]string{
 		"producer": {
@@ -32,7 +35,7 @@ func TestPublicSurface(t *testing.T) {
 			"TransactionEnd", "TryAbort", "TryCommit",
 		},
 		"consumer": {
-			"AuthError", "AuthError.Error", "AuthError.Unwrap", "Bytes",
+			"Bytes",
 			"Consumer", "Consumer.AllowRebalance", "Consumer.AppendPoll", "Consumer.Assign", "Consumer.Close",
 			"Consumer.Commit", "Consumer.Kgo", "Consumer.PauseFetchPartitions", "Consumer.PauseFetchTopics",
 			"Consumer.Poll", "Consumer.Records", "Consumer.ResumeFetchPartitions", "Consumer.ResumeFetchTopics",
@@ -40,7 +43,7 @@ func TestPublicSurface(t *testing.T) {
 			"DeserializeError", "DeserializeError.Error", "DeserializeError.Unwrap",
 			"Deserializer", "DeserializerFunc", "DeserializerFunc.Deserialize", "ErrDeserialize",
 			"FetchError", "FetchError.Error", "FetchError.Unwrap",
-			"Group", "Group.Commit", "Group.Kgo", "Header", "JSON", "Record", "String",
+			"Group", "Group.Commit", "Group.Kgo", "Header", "JSON", "New", "Record", "String",
 		},
 	}
 	for pkg, names := range want {
@@ -50,9 +53,16 @@ func TestPublicSurface(t *testing.T) {
 			t.Errorf("%s exports\n\t%v\nwant\n\t%v", pkg, got, names)
 		}
 	}
+	// The one constructor of each takes the factory's internal/link value
+	// first: nothing outside this module can name its type.
+	for pkg, want := range map[string]string{"consumer": "Consumer", "admin": "Admin"} {
+		if got := firstParam(t, "../../"+pkg, "New"); got != "link."+want {
+			t.Errorf("%s.New takes %q first, want link.%s (of internal/link)", pkg, got, want)
+		}
+	}
 	// admin.Client has every kadm method: check the top level only.
-	if got := exported(t, "../../admin", true); !slices.Equal(got, []string{"Client"}) {
-		t.Errorf("admin exports %v at the top level, want [Client]", got)
+	if got := exported(t, "../../admin", true); !slices.Equal(got, []string{"Client", "New"}) {
+		t.Errorf("admin exports %v at the top level, want [Client New]", got)
 	}
 }
 
@@ -131,4 +141,45 @@ func recvName(x ast.Expr) string {
 			return ""
 		}
 	}
+}
+
+// firstParam returns the type of the first parameter of the function name
+// in the package in dir, as pkg.Type when pkg is internal/link imported
+// under its own name, "" when there is no such function or parameter.
+func firstParam(t *testing.T, dir, name string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range entries {
+		if !strings.HasSuffix(ent.Name(), ".go") || strings.HasSuffix(ent.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, ent.Name()), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatalf("parse %s: %v", ent.Name(), err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || fn.Name.Name != name {
+				continue
+			}
+			if fn.Type.Params.NumFields() == 0 {
+				return ""
+			}
+			sel, ok := fn.Type.Params.List[0].Type.(*ast.SelectorExpr)
+			if !ok {
+				return fmt.Sprintf("%T", fn.Type.Params.List[0].Type)
+			}
+			pkg, _ := sel.X.(*ast.Ident)
+			for _, imp := range f.Imports {
+				if imp.Path.Value == `"github.com/kconsist/kconsist/internal/link"` && imp.Name == nil && pkg != nil && pkg.Name == "link" {
+					return "link." + sel.Sel.Name
+				}
+			}
+			return fmt.Sprintf("%v.%s", sel.X, sel.Sel.Name)
+		}
+	}
+	return ""
 }

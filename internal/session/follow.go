@@ -1,9 +1,12 @@
 package session
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kconsist/kconsist/internal/bridge"
+	"github.com/kconsist/kconsist/internal/link"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
 
@@ -90,20 +93,37 @@ func (s *Session) producerFollow(b Build) bridge.ProducerFollow {
 	}
 }
 
-// Consumer returns a consumer's client made from b and how it follows
-// cluster changes. After Close it returns Config.ErrClosed.
-func (s *Session) Consumer(b Build) (*kgo.Client, bridge.ConsumerFollow, error) {
+// Consumer returns what a consumer described by b is made of
+// (consumer.New): its first client, and how it follows cluster changes and
+// hears of authentication failures. The caller sets Group. After Close it
+// returns Config.ErrClosed.
+func (s *Session) Consumer(b Build) (link.Consumer, error) {
 	cl, err := s.Client(b)
 	if err != nil {
-		return nil, bridge.ConsumerFollow{}, err
+		return link.Consumer{}, err
 	}
-	return cl, bridge.ConsumerFollow{
-		Watch:     s.watcher,
-		Pinned:    b.Pin != "",
-		Changed:   s.changed(b.Pin),
-		NewClient: func() (*kgo.Client, error) { return s.Client(b) },
-		Auth:      s.authWatch(b),
-	}, nil
+	return link.Consumer{Client: cl, Follow: follower{s, b}, Auth: s.authWatch(b)}, nil
+}
+
+// follower is the link.Follower of a client described by b: it hears
+// cluster changes from the watcher and builds b again after one, or, for a
+// client pinned to a cluster, says it is gone.
+type follower struct {
+	s *Session
+	b Build
+}
+
+func (f follower) OnChange(fn func()) (cancel func()) { return f.s.watcher.OnChange(fn) }
+
+func (f follower) Follow() (*kgo.Client, error) {
+	if f.b.Pin != "" {
+		return nil, f.s.changed(f.b.Pin)()
+	}
+	cl, err := f.s.Client(f.b)
+	if err != nil {
+		return nil, fmt.Errorf("follow the cluster change: %w", err)
+	}
+	return cl, nil
 }
 
 // GroupTransact makes the client of a GroupTransactSession with b, whose
@@ -128,7 +148,7 @@ func (s *Session) changed(pin string) func() error {
 // client described by b, or nil when the watcher's probes say nothing
 // about it. An interface, so that "none" is a nil interface and not a nil
 // *cluster.Watcher.
-func (s *Session) authWatch(b Build) bridge.AuthWatch {
+func (s *Session) authWatch(b Build) link.AuthWatch {
 	if !b.BaseSecurity {
 		return nil
 	}

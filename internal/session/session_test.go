@@ -96,7 +96,7 @@ func TestClosedSessionMakesNothing(t *testing.T) {
 
 	_, err = s.Client(build())
 	require.ErrorIs(t, err, errClosed)
-	_, _, err = s.Consumer(build())
+	_, err = s.Consumer(build())
 	require.ErrorIs(t, err, errClosed)
 	_, err = s.GroupTransact(build())
 	require.ErrorIs(t, err, errClosed)
@@ -142,15 +142,15 @@ func TestAuthWatchOnlyForBaseSecurity(t *testing.T) {
 	b.BaseSecurity = false
 	require.Nil(t, s.authWatch(b), "a nil watch must be a nil interface")
 
-	cl, follow, err := s.Consumer(b)
+	l, err := s.Consumer(b)
 	require.NoError(t, err)
-	cl.Close()
-	require.Nil(t, follow.Auth)
+	l.Client.Close()
+	require.Nil(t, l.Auth)
 	b.BaseSecurity = true
-	cl, follow, err = s.Consumer(b)
+	l, err = s.Consumer(b)
 	require.NoError(t, err)
-	cl.Close()
-	require.NotNil(t, follow.Auth)
+	l.Client.Close()
+	require.NotNil(t, l.Auth)
 }
 
 // TestNoTokensKeepsNone: with NoTokens the clients stamp from a store that
