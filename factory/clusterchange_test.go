@@ -15,6 +15,7 @@ import (
 
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
@@ -79,7 +80,7 @@ func startOnPort(t *testing.T, id string, port int) *kfake.Cluster {
 // store, which held cluster A's token, is reset; the change is reported; and
 // records produced across the change are delivered to cluster B.
 func TestClusterChangeFollowed(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	port := freePort(t)
 	a := startOnPort(t, "cluster-a", port)
 	addr := a.ListenAddrs()[0]
@@ -96,7 +97,7 @@ func TestClusterChangeFollowed(t *testing.T) {
 	defer p.Close(context.Background())
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
 	require.NoError(t, err)
-	waitFor(ctx, t, "the cluster id", func() bool { return f.s.Watcher().Cluster() == "cluster-a" })
+	testkit.WaitFor(ctx, t, "the cluster id", func() bool { return f.s.Watcher().Cluster() == "cluster-a" })
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"), GroupID("g"), AutoOffsetReset(ResetEarliest))
 	require.NoError(t, err)
 	defer c.Close(context.Background())
@@ -112,7 +113,7 @@ func TestClusterChangeFollowed(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	require.Equal(t, int64(5), endOffset(ctx, t, b.ListenAddrs()[0], "t"), "every record lands in B once")
+	require.Equal(t, int64(5), testkit.EndOffset(ctx, t, b.ListenAddrs()[0], "t"), "every record lands in B once")
 	require.ElementsMatch(t, []string{"b0", "b1", "b2", "b3", "b4"}, pollValues(ctx, t, c, 5), "the consumer follows to B")
 	require.True(t, store.Load().IsUnknown(), "cluster A's token was dropped: %v", store.Load())
 	require.True(t, events.has(EventClusterChanged))
@@ -125,7 +126,7 @@ func TestClusterChangeFollowed(t *testing.T) {
 // delivery timeout is unbounded), and no produce request reaches B: the
 // only thing B is asked is Metadata, whose cluster id the pin rejects.
 func TestClusterChangePinned(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	port := freePort(t)
 	p, a := pinnedProducerOnA(ctx, t, port, RetryBackoff(20*time.Millisecond))
 
@@ -142,7 +143,7 @@ func TestClusterChangePinned(t *testing.T) {
 	require.Zero(t, produces.Load(), "no produce request reached cluster B")
 	require.ErrorContains(t, err, `"cluster-a"`)
 	require.ErrorContains(t, err, `"cluster-b"`)
-	require.Equal(t, int64(0), endOffset(ctx, t, b.ListenAddrs()[0], "t"))
+	require.Equal(t, int64(0), testkit.EndOffset(ctx, t, b.ListenAddrs()[0], "t"))
 }
 
 // pollValues polls c until it has n values.
@@ -162,7 +163,7 @@ func pollValues(ctx context.Context, t *testing.T, c *consumer.Consumer[string, 
 // TestClusterChangePinnedConsumer: a pinned consumer stops with an error
 // naming both clusters once the change is seen.
 func TestClusterChangePinnedConsumer(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	port := freePort(t)
 	a := startOnPort(t, "cluster-a", port)
 	f, err := New(BootstrapServers(a.ListenAddrs()[0]), PinCluster("cluster-a"), RetryBackoff(20*time.Millisecond))

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -17,6 +16,7 @@ import (
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/internal/cluster"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
@@ -29,12 +29,6 @@ func newKfake(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
 	return c
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 type order struct {
 	ID    int    `json:"id"`
 	Title string `json:"title"`
@@ -45,7 +39,7 @@ type order struct {
 // harmless and the store stays Unknown.
 func TestFactoryFlowKfake(t *testing.T) {
 	kc := newKfake(t)
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	f, err := New(BootstrapServers(kc.ListenAddrs()...), AutoOffsetReset(ResetEarliest))
 	require.NoError(t, err)
 	defer f.Close()
@@ -90,7 +84,7 @@ func TestFactoryFlowKfake(t *testing.T) {
 
 func TestSerializationErrorSendsNothing(t *testing.T) {
 	kc := newKfake(t, kfake.SeedTopics(1, "t"))
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	var produced int
 	var mu sync.Mutex
 	kc.ControlKey(0, func(kmsg.Request) (kmsg.Response, error, bool) {
@@ -122,7 +116,7 @@ func TestSerializationErrorSendsNothing(t *testing.T) {
 
 func TestDeserializeErrorNamesRecord(t *testing.T) {
 	kc := newKfake(t, kfake.SeedTopics(1, "t"))
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	f, err := New(BootstrapServers(kc.ListenAddrs()...))
 	require.NoError(t, err)
 	defer f.Close()
@@ -199,7 +193,7 @@ func TestClusterCheckSettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kc := newKfake(t, kfake.SeedTopics(3, "t"))
 			seen := watchAPIVersions(kc)
-			ctx := testCtx(t)
+			ctx := testkit.Ctx(t)
 			f, err := New(append([]Opt{BootstrapServers(kc.ListenAddrs()[0])}, tc.opts...)...)
 			require.NoError(t, err)
 			defer f.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
 
@@ -55,7 +56,7 @@ func TestPerClientPlaintextOverSSLBase(t *testing.T) {
 				// Once is enough, and slow: the factory's own
 				// background clients use the base, SSL, which the
 				// plaintext cluster never answers.
-				require.NoError(t, cl.Ping(testCtx(t)))
+				require.NoError(t, cl.Ping(testkit.Ctx(t)))
 			}
 			// The base is still SSL for the other clients.
 			require.Contains(t, f.base.security.protocol().String(), "SSL")

@@ -2,15 +2,10 @@ package factory
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"log/slog"
-	"math/big"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -23,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/internal/wire"
 	"github.com/kconsist/kconsist/producer"
 )
@@ -128,7 +124,7 @@ func TestWrongPasswordFailsFast(t *testing.T) {
 // TestUntrustedCAFailsFast: a broker whose certificate no trusted CA
 // signed fails Produce with the x509 error within a few seconds.
 func TestUntrustedCAFailsFast(t *testing.T) {
-	cert := selfSignedCert(t)
+	cert, _ := testkit.SelfSigned(t)
 	kc := newKfake(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "t"),
 		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	// A pool without the broker's CA.
@@ -158,7 +154,7 @@ func TestTLSToPlaintextFailsFast(t *testing.T) {
 	require.NoError(t, err)
 	defer adm.Close(context.Background())
 	t0 := time.Now()
-	_, err = adm.ListTopics(testCtx(t))
+	_, err = adm.ListTopics(testkit.Ctx(t))
 	require.ErrorIs(t, err, wire.ErrNotTLS)
 	require.Less(t, time.Since(t0), 500*time.Millisecond)
 }
@@ -188,25 +184,6 @@ func plaintextPort(t *testing.T) string {
 	}()
 	t.Cleanup(func() { ln.Close(); <-done })
 	return ln.Addr().String()
-}
-
-// selfSignedCert is a certificate for 127.0.0.1 signed by itself.
-func selfSignedCert(t *testing.T) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "kconsist test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // TestAuthWatchOnlyForBaseSecurity: the background check probes with the

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -67,30 +67,6 @@ func misrouteClusters(t *testing.T) (fw *kafkatest.Forwarder, realA, realB strin
 	return fw, realA, b.ListenAddrs()[0]
 }
 
-func endOffset(ctx context.Context, t *testing.T, addr, topic string) int64 {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	require.NoError(t, err)
-	defer cl.Close()
-	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	require.NoError(t, err)
-	o, ok := offs.Lookup(topic, 0)
-	require.True(t, ok)
-	require.NoError(t, o.Err)
-	return o.Offset
-}
-
-func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // TestMisrouteTwoClusters moves the address a client learnt for broker 0 of
 // cluster A to the broker of cluster B, where a topic of the same name
 // exists. With the KIP-1242 check on, B refuses the connection with
@@ -100,7 +76,7 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 func TestMisrouteTwoClusters(t *testing.T) {
 	for _, check := range []bool{true, false} {
 		t.Run(fmt.Sprintf("check=%v", check), func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Ctx(t)
 			fw, realA, realB := misrouteClusters(t)
 
 			// The seed is A's real address; only the address A advertises
@@ -116,7 +92,7 @@ func TestMisrouteTwoClusters(t *testing.T) {
 				_, err := p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: fmt.Sprint("before-", i)})
 				require.NoError(t, err)
 			}
-			require.Equal(t, int64(5), endOffset(ctx, t, realA, "t"))
+			require.Equal(t, int64(5), testkit.EndOffset(ctx, t, realA, "t"))
 
 			fw.SetTarget(realB) // the address now reaches the wrong cluster
 			done := make(chan error, 5)
@@ -143,14 +119,14 @@ func TestMisrouteTwoClusters(t *testing.T) {
 				require.Zero(t, f.Stats().Rebootstraps, "nothing noticed the misroute")
 				return
 			}
-			waitFor(ctx, t, "a rebootstrap", func() bool { return f.Stats().Rebootstraps > 0 })
-			require.Equal(t, int64(0), endOffset(ctx, t, realB, "t"), "nothing reaches cluster B")
+			testkit.WaitFor(ctx, t, "a rebootstrap", func() bool { return f.Stats().Rebootstraps > 0 })
+			require.Equal(t, int64(0), testkit.EndOffset(ctx, t, realB, "t"), "nothing reaches cluster B")
 			fw.SetTarget(realA) // routing repaired
 			for range 5 {
 				require.NoError(t, <-done)
 			}
-			require.Equal(t, int64(10), endOffset(ctx, t, realA, "t"), "every record lands in A exactly once")
-			require.Equal(t, int64(0), endOffset(ctx, t, realB, "t"))
+			require.Equal(t, int64(10), testkit.EndOffset(ctx, t, realA, "t"), "every record lands in A exactly once")
+			require.Equal(t, int64(0), testkit.EndOffset(ctx, t, realB, "t"))
 		})
 	}
 }
@@ -162,7 +138,7 @@ func TestMisrouteTwoClusters(t *testing.T) {
 // connection.
 func TestInconsistentClusterIDRebootstraps(t *testing.T) {
 	kc := newKfake(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	var answered atomic.Bool
 	kc.ControlKey(18, func(req kmsg.Request) (kmsg.Response, error, bool) {
 		r := req.(*kmsg.ApiVersionsRequest)
@@ -196,7 +172,7 @@ func TestInconsistentClusterIDRebootstraps(t *testing.T) {
 // other cluster, and the producer's record arrives once the routing is
 // repaired.
 func TestMisroutedBrokerNotHammered(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	fw, realA, realB := misrouteClusters(t)
 
 	f, err := New(BootstrapServers(realA))
@@ -230,6 +206,6 @@ func TestMisroutedBrokerNotHammered(t *testing.T) {
 	// 3 s.
 	require.LessOrEqual(t, dials, uint64(7), "dials to the misrouted address")
 	require.Positive(t, f.Stats().Rebootstraps)
-	require.Equal(t, int64(0), endOffset(ctx, t, realB, "t"), "nothing reaches cluster B")
-	require.Equal(t, int64(2), endOffset(ctx, t, realA, "t"))
+	require.Equal(t, int64(0), testkit.EndOffset(ctx, t, realB, "t"), "nothing reaches cluster B")
+	require.Equal(t, int64(2), testkit.EndOffset(ctx, t, realA, "t"))
 }

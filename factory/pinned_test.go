@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
@@ -57,7 +58,7 @@ func (w *warnings) count() int {
 // logged for the misroute, and the other cluster is asked at most about
 // once a second (the producer's recheck, no reconnect loop).
 func TestPinnedSwitchFailsFast(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	port := freePort(t)
 	warns := &warnings{}
 	p, a := pinnedProducerOnA(ctx, t, port, Logger(slog.New(warns)))
@@ -108,7 +109,7 @@ func TestPinnedSwitchFailsFast(t *testing.T) {
 // the bootstrap servers again now and then (retry.backoff.ms), and delivers
 // once they name the pinned cluster again.
 func TestPinnedClusterComesBack(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	port := freePort(t)
 	p, a := pinnedProducerOnA(ctx, t, port, RetryBackoff(50*time.Millisecond))
 
@@ -127,5 +128,5 @@ func TestPinnedClusterComesBack(t *testing.T) {
 		require.ErrorIs(t, err, rebootstrap.ErrClusterChanged)
 		time.Sleep(20 * time.Millisecond)
 	}
-	require.Equal(t, int64(1), endOffset(ctx, t, back.ListenAddrs()[0], "t"))
+	require.Equal(t, int64(1), testkit.EndOffset(ctx, t, back.ListenAddrs()[0], "t"))
 }

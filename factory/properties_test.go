@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
 
@@ -331,7 +332,7 @@ func TestPropertiesJavaNamesConnect(t *testing.T) {
 			adm, err := f.Admin()
 			require.NoError(t, err)
 			defer adm.Close(context.Background())
-			topics, err := adm.ListTopics(testCtx(t))
+			topics, err := adm.ListTopics(testkit.Ctx(t))
 			require.NoError(t, err)
 			require.True(t, topics.Has("t"))
 		})

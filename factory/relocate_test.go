@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -38,7 +39,7 @@ func (l movingAddrListener) Addr() net.Addr { return l.adv.Load() }
 // which no client can avoid. `go run ./integration/bench -misroute-only`
 // measures it.
 func TestMisrouteMoveFollowed(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	var fws [2]*kafkatest.Forwarder
 	for i := range fws {
 		fw, err := kafkatest.NewForwarder("")
@@ -109,6 +110,6 @@ func TestMisrouteMoveFollowed(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, towardB, fws[0].Accepted(), "nothing dialed the old address, which leads to B")
-	require.Equal(t, int64(7), endOffset(ctx, t, realA, "t"), "every record in A once")
-	require.Equal(t, int64(0), endOffset(ctx, t, realB, "t"), "nothing in B")
+	require.Equal(t, int64(7), testkit.EndOffset(ctx, t, realA, "t"), "every record in A once")
+	require.Equal(t, int64(0), testkit.EndOffset(ctx, t, realB, "t"), "nothing in B")
 }

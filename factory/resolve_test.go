@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -31,7 +32,7 @@ func kfakeOn(t *testing.T, id, ip string, port int) *kfake.Cluster {
 // (127.0.0.1) to cluster B (127.0.0.2) and stops A. The factory resolves the
 // name again instead of keeping A's address, finds B, and delivers there.
 func TestBootstrapNameResolvedAgain(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	port := freePort(t)
 	a := kfakeOn(t, "cluster-a", "127.0.0.1", port)
 	b := kfakeOn(t, "cluster-b", "127.0.0.2", port)
@@ -63,7 +64,7 @@ func TestBootstrapNameResolvedAgain(t *testing.T) {
 	a.Close()
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "to-b"})
 	require.NoError(t, err)
-	require.Equal(t, int64(1), endOffset(ctx, t, b.ListenAddrs()[0], "t"))
+	require.Equal(t, int64(1), testkit.EndOffset(ctx, t, b.ListenAddrs()[0], "t"))
 
 	mu.Lock()
 	defer mu.Unlock()

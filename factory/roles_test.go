@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kconsist/kconsist/consumer"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -138,7 +139,7 @@ func TestHooksPerRole(t *testing.T) {
 		}))
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 
 	adm, err := f.Admin()
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -36,7 +37,7 @@ func TestProducersShareOneClient(t *testing.T) {
 	f, err := New(BootstrapServers(kc.ListenAddrs()...), Hooks(RoleProducer, closed))
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 
 	strs, err := NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)

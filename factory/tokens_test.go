@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -21,7 +22,7 @@ func TestWithTokenStartsWatcher(t *testing.T) {
 	f, err := New(BootstrapServers(kc.ListenAddrs()...))
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	scoped, err := f.WithToken(ctx, consistency.Unknown())
 	require.NoError(t, err)
 	cl, err := scoped.KgoClient()
@@ -43,7 +44,7 @@ func TestWithTokenStartsWatcher(t *testing.T) {
 // WithToken see a cluster change as the factory's own would: it is
 // reported, and the producer follows to the new cluster.
 func TestWithTokenClientsFollowClusterChange(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	port := freePort(t)
 	a := startOnPort(t, "cluster-a", port)
 	events := &eventLog{}
@@ -57,12 +58,12 @@ func TestWithTokenClientsFollowClusterChange(t *testing.T) {
 	defer p.Close(context.Background())
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
 	require.NoError(t, err)
-	waitFor(ctx, t, "the cluster id", func() bool { return f.s.Watcher().Cluster() == "cluster-a" })
+	testkit.WaitFor(ctx, t, "the cluster id", func() bool { return f.s.Watcher().Cluster() == "cluster-a" })
 
 	a.Close()
 	b := startOnPort(t, "cluster-b", port)
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "b"})
 	require.NoError(t, err)
-	require.Equal(t, int64(1), endOffset(ctx, t, b.ListenAddrs()[0], "t"))
-	waitFor(ctx, t, "EventClusterChanged", func() bool { return events.has(EventClusterChanged) })
+	require.Equal(t, int64(1), testkit.EndOffset(ctx, t, b.ListenAddrs()[0], "t"))
+	testkit.WaitFor(ctx, t, "EventClusterChanged", func() bool { return events.has(EventClusterChanged) })
 }

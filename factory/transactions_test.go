@@ -15,6 +15,7 @@ import (
 
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/integration/localcluster"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
@@ -63,7 +64,7 @@ func committedValues(ctx context.Context, t *testing.T, f *Factory, topic string
 // (its requests carry the token), and its client stamps like any other.
 func TestTransactionCommitAbort(t *testing.T) {
 	_, f := txnCluster(t)
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	adm, err := f.Admin()
 	require.NoError(t, err)
 	defer adm.Close(context.Background())
@@ -103,7 +104,7 @@ func TestTransactionalSharing(t *testing.T) {
 	f, err := New(BootstrapServers(kc.ListenAddrs()...))
 	require.NoError(t, err)
 	defer f.Close()
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	mk := func(opts ...ProducerOpt) *producer.Producer[string, string] {
 		p, err := NewProducer(f, producer.String(), producer.String(), opts...)
 		require.NoError(t, err)
@@ -164,7 +165,7 @@ func TestTransactionalOptions(t *testing.T) {
 // once, and the group's committed offset is the end of the input.
 func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 	_, f := txnCluster(t)
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	adm, err := f.Admin()
 	require.NoError(t, err)
 	defer adm.Close(context.Background())
@@ -263,7 +264,7 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 // and says so, and the next transaction runs on the new cluster, which
 // holds only its record.
 func TestTransactionClusterChange(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	port := freePort(t)
 	a := startOnPort(t, "cluster-a", port)
 	f, err := New(BootstrapServers(a.ListenAddrs()[0]), RetryBackoff(20*time.Millisecond))
@@ -276,7 +277,7 @@ func TestTransactionClusterChange(t *testing.T) {
 	require.NoError(t, p.BeginTransaction())
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "a"})
 	require.NoError(t, err)
-	waitFor(ctx, t, "the cluster id", func() bool { return f.s.Watcher().Cluster() == "cluster-a" })
+	testkit.WaitFor(ctx, t, "the cluster id", func() bool { return f.s.Watcher().Cluster() == "cluster-a" })
 	a.Close()
 	b := startOnPort(t, "cluster-b", port)
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "lost"})

@@ -13,6 +13,7 @@ import (
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/kafkatest"
 	"github.com/kconsist/kconsist/integration/localcluster"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -41,7 +42,7 @@ func (k *kinds) count(kind factory.EventKind) int {
 // unpinned, follows its bootstrap server: the store drops A's token and
 // adopts B's, and the record produced across the change lands in B.
 func TestKIP1243ClusterChangeFollowed(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.CtxFor(t, 60*time.Second)
 	a, err := localcluster.New(localcluster.Brokers(1), localcluster.ClusterID("cluster-a"), localcluster.SeedTopics(1, "t"))
 	require.NoError(t, err)
 	defer a.Close()

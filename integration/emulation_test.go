@@ -15,6 +15,7 @@ import (
 
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/localcluster"
+	"github.com/kconsist/kconsist/internal/testkit"
 )
 
 // modeEvents collects EventConsistencyOff.
@@ -104,7 +105,7 @@ func TestModes(t *testing.T) {
 			c, err := localcluster.New(localcluster.Brokers(3), localcluster.BrokerLag(2, 300*time.Millisecond), localcluster.Native(tc.native))
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
-			ctx := testCtx(t, 30*time.Second)
+			ctx := testkit.CtxFor(t, 30*time.Second)
 			events := &modeEvents{}
 			f, err := factory.New(factory.BootstrapServers(c.Addrs()...), factory.Consistency(tc.mode), factory.WithObserver(events))
 			require.NoError(t, err)
@@ -133,7 +134,7 @@ func TestPlainKgoStaleWithoutNativeTokens(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
 	require.NoError(t, err)
 	defer cl.Close()
-	stale, reads := staleAfterCreates(testCtx(t, 30*time.Second), t, cl, "plain", 4)
+	stale, reads := staleAfterCreates(testkit.CtxFor(t, 30*time.Second), t, cl, "plain", 4)
 	t.Logf("plain kgo: %d stale of %d answers", stale, reads)
 	require.Positive(t, stale)
 }
@@ -161,7 +162,7 @@ func TestEmulationOffWhereUnsupported(t *testing.T) {
 			cl, err := f.KgoClient()
 			require.NoError(t, err)
 			defer cl.Close()
-			staleAfterCreates(testCtx(t, 30*time.Second), t, cl, "t", 3)
+			staleAfterCreates(testkit.CtxFor(t, 30*time.Second), t, cl, "t", 3)
 			offs := events.offs()
 			require.Len(t, offs, 1, "one event")
 			if tc.want != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/localcluster"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -28,12 +29,6 @@ func newCluster(t *testing.T, opts ...localcluster.Opt) *localcluster.Cluster {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
-}
-
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // staleEvents collects the events that show a broker was behind.
@@ -62,7 +57,7 @@ func TestFactoryReadsItsWrites(t *testing.T) {
 	for _, mode := range []string{"wait", "error"} {
 		t.Run(mode, func(t *testing.T) {
 			lc := newCluster(t, localcluster.ErrorMode(mode == "error"))
-			ctx := testCtx(t, 60*time.Second)
+			ctx := testkit.CtxFor(t, 60*time.Second)
 			events := &staleEvents{}
 			f, err := factory.New(factory.BootstrapServers(lc.Addrs()...), factory.WithObserver(events),
 				factory.AutoOffsetReset(factory.ResetEarliest))
@@ -137,7 +132,7 @@ func TestFactoryReadsItsWrites(t *testing.T) {
 // same kind of cluster and shows the stale reads the factory removes.
 func TestPlainClientsReadStale(t *testing.T) {
 	lc := newCluster(t)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.CtxFor(t, 30*time.Second)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(lc.Addrs()...))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -171,7 +166,7 @@ func TestPlainClientsReadStale(t *testing.T) {
 // cause.
 func TestProduceStaleForeverIsTyped(t *testing.T) {
 	lc := newCluster(t, localcluster.ErrorMode(true), localcluster.Lag(0))
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.CtxFor(t, 30*time.Second)
 	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...),
 		factory.KgoOpts(kgo.RecordDeliveryTimeout(1500*time.Millisecond)))
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/localcluster"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -46,7 +47,7 @@ func TestTokensFromOutsideAreChecked(t *testing.T) {
 			c, err := localcluster.New(localcluster.Brokers(3), localcluster.Native(native))
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
-			ctx := testCtx(t, 20*time.Second)
+			ctx := testkit.CtxFor(t, 20*time.Second)
 			f, err := factory.New(factory.BootstrapServers(c.Addrs()...))
 			require.NoError(t, err)
 			defer f.Close()
@@ -91,7 +92,7 @@ func TestSessionConfinesToken(t *testing.T) {
 	c, err := localcluster.New(localcluster.Brokers(3), localcluster.BrokerLag(2, 300*time.Millisecond), localcluster.Native(false))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testkit.CtxFor(t, 20*time.Second)
 
 	// Service A writes and hands its token over.
 	fa, err := factory.New(factory.BootstrapServers(c.Addrs()...))
@@ -136,7 +137,7 @@ func TestPoisonedStoreHeals(t *testing.T) {
 			c, err := localcluster.New(localcluster.Brokers(3), localcluster.Native(native), localcluster.WaitMax(300*time.Millisecond))
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
-			ctx := testCtx(t, 30*time.Second)
+			ctx := testkit.CtxFor(t, 30*time.Second)
 			events := &healEvents{}
 			f, err := factory.New(factory.BootstrapServers(c.Addrs()...), factory.WithObserver(events))
 			require.NoError(t, err)
@@ -177,7 +178,7 @@ func TestRestoredClusterHeals(t *testing.T) {
 	const id = "restored-cluster-xyz"
 	old, err := localcluster.New(localcluster.Brokers(1), localcluster.ClusterID(id))
 	require.NoError(t, err)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.CtxFor(t, 30*time.Second)
 	store := consistency.NewMemoryStore()
 	f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(old.Addrs()...))
 	require.NoError(t, err)
@@ -232,7 +233,7 @@ func TestProduceToBrokerStuckBehindIsBounded(t *testing.T) {
 			c, err := localcluster.New(localcluster.Brokers(3), localcluster.Native(native), localcluster.WaitMax(200*time.Millisecond))
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
-			ctx := testCtx(t, 30*time.Second)
+			ctx := testkit.CtxFor(t, 30*time.Second)
 			const bound = 15 * time.Second
 			f, err := factory.New(factory.BootstrapServers(c.Addrs()...), factory.DeliveryTimeout(bound), factory.RetryBackoff(50*time.Millisecond))
 			require.NoError(t, err)
@@ -281,7 +282,7 @@ func TestCancellationWhileBrokersHold(t *testing.T) {
 	c, err := localcluster.New(localcluster.Brokers(3), localcluster.WaitMax(30*time.Second))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.CtxFor(t, 60*time.Second)
 	f, err := factory.New(factory.BootstrapServers(c.Addrs()...))
 	require.NoError(t, err)
 	defer f.Close()

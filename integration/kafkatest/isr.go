@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -38,5 +39,16 @@ func WaitISR(ctx context.Context, adm *kadm.Client, topic string, want []int32) 
 			return fmt.Errorf("kafkatest: in-sync replicas of %s never became %v:%s", topic, want, last)
 		case <-tick.C:
 		}
+	}
+}
+
+// RequireISR is WaitISR for a test: it waits up to a minute (or ctx) and
+// fails t with WaitISR's error.
+func RequireISR(ctx context.Context, t testing.TB, adm *kadm.Client, topic string, want []int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := WaitISR(ctx, adm, topic, want); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -40,7 +40,7 @@ func TestThreeNodes(t *testing.T) {
 	resp, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": ptr("2")}, topic)
 	require.NoError(t, err)
 	require.NoError(t, resp.Err)
-	waitISR(ctx, t, adm, topic, []int32{1, 2, 3})
+	kafkatest.RequireISR(ctx, t, adm, topic, []int32{1, 2, 3})
 
 	produced := 0
 	produce := func(n int) {
@@ -58,7 +58,7 @@ func TestThreeNodes(t *testing.T) {
 	t0 = time.Now()
 	require.NoError(t, c.Kill(2))
 	require.False(t, c.Running(2))
-	waitISR(ctx, t, adm, topic, []int32{1, 3})
+	kafkatest.RequireISR(ctx, t, adm, topic, []int32{1, 3})
 	t.Logf("node 2 killed, out of every ISR after %v", time.Since(t0).Round(time.Millisecond))
 	produce(9)
 
@@ -66,7 +66,7 @@ func TestThreeNodes(t *testing.T) {
 	require.NoError(t, c.Restart(2))
 	require.True(t, c.Running(2))
 	t.Logf("node 2 restarted and registered in %v", time.Since(t0).Round(time.Millisecond))
-	waitISR(ctx, t, adm, topic, []int32{1, 2, 3})
+	kafkatest.RequireISR(ctx, t, adm, topic, []int32{1, 2, 3})
 	t.Logf("node 2 back in every ISR after %v", time.Since(t0).Round(time.Millisecond))
 	produce(3)
 
@@ -77,16 +77,6 @@ func TestThreeNodes(t *testing.T) {
 	logs, err := c.Logs(2)
 	require.NoError(t, err)
 	require.Equal(t, 2, strings.Count(logs, "==== kafkatest: starting node 2"), "node 2's log spans both of its runs")
-}
-
-// waitISR waits up to a minute for the in-sync replicas of topic to be want.
-func waitISR(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, want []int32) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := kafkatest.WaitISR(ctx, adm, topic, want); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func ptr[T any](v T) *T { return &v }

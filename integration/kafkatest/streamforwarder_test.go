@@ -1,12 +1,7 @@
 package kafkatest_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"math/big"
 	"net"
 	"testing"
 	"time"
@@ -14,13 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/internal/testkit"
 )
 
 // TestStreamForwarderTLS: a stream forwarder carries a TLS session (a
 // frame forwarder drops it: a ClientHello reads as an impossible frame
 // size) and counts every connection made to it, forwarded or not.
 func TestStreamForwarderTLS(t *testing.T) {
-	cert, pool := selfSigned(t)
+	cert, pool := testkit.SelfSigned(t, "kafkatest.invalid")
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
@@ -74,25 +70,4 @@ func TestStreamForwarderTLS(t *testing.T) {
 	stream.SetTarget("") // refuses, but still counts
 	require.Error(t, echo(stream.Addr()))
 	require.EqualValues(t, 3, stream.Accepted())
-}
-
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		DNSNames:     []string{"kafkatest.invalid"},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	leaf, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -156,7 +157,7 @@ func TestDescribeQuorumAfterMutation(t *testing.T) {
 	c := newCluster(t, Brokers(3), BrokerLag(1, time.Hour))
 	cl := newClient(t, c.Addrs())
 	adm := kadm.NewClient(cl)
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 
 	for i := range 10 {
 		topic := fmt.Sprintf("hwm-%d", i)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -44,7 +45,7 @@ func TestApiVersionsFeaturesEpochIsAppliedOffset(t *testing.T) {
 	_, st := dialRaw(t, c.Addrs()[2]).do(createTopicsReq(2, nil, "fe"), nil)
 	commit := st.Token
 	require.Equal(t, c.LogEnd(), commit)
-	require.NoError(t, c.WaitApplied(testCtx(t), 0, commit))
+	require.NoError(t, c.WaitApplied(testkit.Ctx(t), 0, commit))
 
 	require.Equal(t, commit, featuresEpoch(t, c, 0, 4).FinalizedFeaturesEpoch)
 	for _, node := range []int32{1, 2} { // one lags, one is paused
@@ -57,7 +58,7 @@ func TestApiVersionsFeaturesEpochIsAppliedOffset(t *testing.T) {
 	require.NoError(t, c.SetLag(1, 0))
 	require.NoError(t, c.ResumeApply(2))
 	for _, node := range []int32{1, 2} {
-		require.NoError(t, c.WaitApplied(testCtx(t), node, commit))
+		require.NoError(t, c.WaitApplied(testkit.Ctx(t), node, commit))
 		require.Equal(t, commit, featuresEpoch(t, c, node, 5).FinalizedFeaturesEpoch, "node %d caught up", node)
 	}
 }
@@ -117,7 +118,7 @@ func TestApiVersionsDowngradePassesThrough(t *testing.T) {
 	vs.SetMaxKeyVersion(18, 2)
 	c := newCluster(t, Brokers(1), KfakeOpts(kfake.MaxVersions(vs)))
 	cl := newClient(t, c.Addrs(), kgo.RetryTimeout(5*time.Second))
-	resp, err := metadataReq().RequestWith(testCtx(t), cl)
+	resp, err := metadataReq().RequestWith(testkit.Ctx(t), cl)
 	require.NoError(t, err)
 	require.Len(t, resp.Brokers, 1)
 	require.Zero(t, c.Stats().ClosedMalformed)

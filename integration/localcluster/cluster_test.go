@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,7 +25,7 @@ func brokerMetadata(t *testing.T, cl *kgo.Client, node int32, topics ...string) 
 		rt.Topic = kmsg.StringPtr(tp)
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, err := cl.Broker(int(node)).Request(testCtx(t), req)
+	resp, err := cl.Broker(int(node)).Request(testkit.Ctx(t), req)
 	require.NoError(t, err)
 	return resp.(*kmsg.MetadataResponse)
 }
@@ -33,7 +34,7 @@ func brokerMetadata(t *testing.T, cl *kgo.Client, node int32, topics ...string) 
 // produce, and consume in a group.
 func TestPlainClientsAreServed(t *testing.T) {
 	c := newCluster(t, Brokers(3))
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	adm := kadm.NewClient(newClient(t, c.Addrs()))
 	_, err := adm.CreateTopic(ctx, 3, 1, nil, "plain")
 	require.NoError(t, err)
@@ -75,7 +76,7 @@ func TestPlainClientsAreServed(t *testing.T) {
 // a deleted topic lingers, old partition counts and config values show.
 func TestPlainClientsSeeStaleReads(t *testing.T) {
 	c := newCluster(t, Brokers(3))
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	const lagging = 0
 	cl := newClient(t, c.Addrs())
 	adm := kadm.NewClient(cl)
@@ -159,7 +160,7 @@ func TestPlainClientsSeeStaleReads(t *testing.T) {
 // leader applies the topic, and succeed after.
 func TestPlainProducerFailsOnLaggingLeader(t *testing.T) {
 	c := newCluster(t, Brokers(1))
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	require.NoError(t, c.PauseApply(0))
 	adm := kadm.NewClient(newClient(t, c.Addrs()))
 	_, err := adm.CreateTopic(ctx, 1, 1, nil, "p")
@@ -179,7 +180,7 @@ func TestPlainProducerFailsOnLaggingLeader(t *testing.T) {
 // many commits follow, and resumes to the end.
 func TestPauseResumeAndLag(t *testing.T) {
 	c := newCluster(t, Brokers(3), BrokerLag(2, time.Hour))
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	require.NoError(t, c.PauseApply(1))
 	r := dialRaw(t, c.Addrs()[2])
 	for i := range 5 {
@@ -222,7 +223,7 @@ func TestPauseResumeAndLag(t *testing.T) {
 func TestRepointMisroutes(t *testing.T) {
 	a := newCluster(t, Brokers(2), ClusterID("cluster-a"))
 	b := newCluster(t, Brokers(2), ClusterID("cluster-b"))
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	rebootstrapped := make(chan struct{}, 1)
 	cl := newClient(t, []string{a.Addrs()[0]}, kgo.OnRebootstrapRequired(func() ([]string, error) {
 		select {
@@ -260,7 +261,7 @@ func TestManyClientsNoLeak(t *testing.T) {
 	base := runtime.NumGoroutine()
 	c, err := New(Brokers(3), Lag(2*time.Millisecond), SeedTopics(3, "busy"))
 	require.NoError(t, err)
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 
 	const clients = 50
 	var wg sync.WaitGroup

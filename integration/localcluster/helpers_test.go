@@ -2,7 +2,6 @@ package localcluster
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -22,12 +21,6 @@ func newCluster(t testing.TB, opts ...Opt) *Cluster {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
-}
-
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func newClient(t testing.TB, seeds []string, opts ...kgo.Opt) *kgo.Client {

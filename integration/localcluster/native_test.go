@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,12 +32,12 @@ func TestNotNativeSendsNoHeaderTokens(t *testing.T) {
 	require.Nil(t, st, "DescribeQuorum")
 	require.Equal(t, commit+1, quorumPartition(t, resp).HighWatermark)
 
-	require.NoError(t, c.WaitApplied(testCtx(t), 1, commit))
+	require.NoError(t, c.WaitApplied(testkit.Ctx(t), 1, commit))
 	require.Equal(t, commit, featuresEpoch(t, c, 1, 4).FinalizedFeaturesEpoch)
 
 	// A plain kgo/kadm client works as against Kafka 4.4.
 	adm := kadm.NewClient(newClient(t, c.Addrs()))
-	created, err := adm.CreateTopic(testCtx(t), 1, 1, nil, "kadm")
+	created, err := adm.CreateTopic(testkit.Ctx(t), 1, 1, nil, "kadm")
 	require.NoError(t, err)
 	require.NoError(t, created.Err)
 }

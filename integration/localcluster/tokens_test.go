@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,7 +45,7 @@ func TestResponseHeadersCarryTokens(t *testing.T) {
 	require.Equal(t, int64(5), log[1].BatchEnd)
 
 	// Once applied, plain responses carry the new offset.
-	require.NoError(t, c.WaitApplied(testCtx(t), 0, 5))
+	require.NoError(t, c.WaitApplied(testkit.Ctx(t), 0, 5))
 	_, st = r.do(metadataReq("t1"), nil)
 	require.Equal(t, int64(5), st.Token)
 
@@ -221,7 +222,7 @@ func TestTokenAboveAppliedInconsistent(t *testing.T) {
 
 			// Caught up, the same request is served.
 			require.NoError(t, c.ResumeApply(0))
-			require.NoError(t, c.WaitApplied(testCtx(t), 0, commit))
+			require.NoError(t, c.WaitApplied(testkit.Ctx(t), 0, commit))
 			resp, _ = r1.do(metadataReq("e"), &headerState{token: commit})
 			require.Equal(t, int16(0), resp.(*kmsg.MetadataResponse).Topics[0].ErrorCode)
 		})
@@ -269,7 +270,7 @@ func TestAnswerAheadOfImageIsRetriable(t *testing.T) {
 	c := newCluster(t, Brokers(1))
 	r := dialRaw(t, c.Addrs()[0])
 	_, st := r.do(createTopicsReq(1, nil, "doomed"), nil)
-	require.NoError(t, c.WaitApplied(testCtx(t), 0, st.Token))
+	require.NoError(t, c.WaitApplied(testkit.Ctx(t), 0, st.Token))
 	require.NoError(t, c.PauseApply(0))
 	defer c.ResumeApply(0)
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kconsist/kconsist/integration/checker"
 	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/internal/testkit"
 )
 
 // TestCheckerOnKafka44 runs the read-your-writes and monotonic-reads
@@ -20,7 +21,7 @@ import (
 // clients' stale reads come from the brokers.
 func TestCheckerOnKafka44(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Nodes(3))
-	ctx := testCtx(t, 2*time.Minute)
+	ctx := testkit.CtxFor(t, 2*time.Minute)
 	counts := map[checker.Mode]checker.Report{}
 	for _, mode := range []checker.Mode{checker.ModeFactory, checker.ModePlain} {
 		res, err := checker.Run(ctx, checker.Config{Seed: 1, Mode: mode, Ops: 400, Goroutines: 4,

@@ -19,6 +19,7 @@ import (
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -64,7 +65,7 @@ func TestFaults(t *testing.T) {
 		}
 	}
 	t.Logf("3 nodes ready in %v", time.Since(t0).Round(time.Millisecond))
-	ctx := testCtx(t, 4*time.Minute)
+	ctx := testkit.CtxFor(t, 4*time.Minute)
 	const (
 		topic      = "faults"
 		partitions = 6
@@ -88,7 +89,7 @@ func TestFaults(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, created.Err)
 	all := []int32{1, 2, 3}
-	waitISR(ctx, t, infra, topic, all)
+	kafkatest.RequireISR(ctx, t, infra, topic, all)
 	m, err := infra.Metadata(ctx, topic)
 	require.NoError(t, err)
 	victim := m.Topics[topic].Partitions[0].Leader
@@ -171,7 +172,7 @@ func TestFaults(t *testing.T) {
 		}
 		require.Less(t, ackedAtKill, int64(n), "the kill happened while records were being sent")
 		survivors := slices.DeleteFunc(slices.Clone(all), func(id int32) bool { return id == victim })
-		waitISR(ctx, t, infra, topic, survivors)
+		kafkatest.RequireISR(ctx, t, infra, topic, survivors)
 	})
 	if t.Failed() {
 		return
@@ -180,7 +181,7 @@ func TestFaults(t *testing.T) {
 	t.Run("Restart", func(t *testing.T) {
 		t0 := time.Now()
 		require.NoError(t, c.Restart(victim))
-		waitISR(ctx, t, infra, topic, all)
+		kafkatest.RequireISR(ctx, t, infra, topic, all)
 		t.Logf("node %d restarted and back in every ISR in %v", victim, time.Since(t0).Round(time.Millisecond))
 	})
 	if t.Failed() {

@@ -21,13 +21,6 @@ import (
 	"github.com/kconsist/kconsist/integration/kafkatest"
 )
 
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func ptr[T any](v T) *T { return &v }
 
 // stamp is the KIP-1243 ConsistencyState (header tag 0) of one frame.
@@ -308,16 +301,6 @@ func readValues(ctx context.Context, t *testing.T, c *kafkatest.Cluster, topic s
 		})
 	}
 	return got
-}
-
-// waitISR waits up to a minute for the in-sync replicas of topic to be want.
-func waitISR(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, want []int32) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := kafkatest.WaitISR(ctx, adm, topic, want); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // await waits for ch to deliver n values (or fails after d) and returns them.

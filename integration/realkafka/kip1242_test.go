@@ -13,6 +13,7 @@ import (
 
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -30,7 +31,7 @@ import (
 // produced meanwhile reach A, exactly once. With the check off nobody asks
 // B who it is: see the comments below for what happens then.
 func testKIP1242(t *testing.T, a, b *kafkatest.Cluster, fwd *kafkatest.Forwarder, aAddr, bAddr string, check bool) {
-	ctx := testCtx(t, 2*time.Minute)
+	ctx := testkit.CtxFor(t, 2*time.Minute)
 	name := map[bool]string{true: "on", false: "off"}[check]
 	topic, clientID := "kip1242-"+name, "kip1242-"+name
 	const before, during = 5, 5

@@ -28,6 +28,7 @@ import (
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -60,7 +61,7 @@ func TestMisconfig(t *testing.T) {
 // lifetimes while a consumer reads them, so both re-authenticate while
 // working, and checks that each record is read exactly once.
 func testReauthGoodPath(t *testing.T, c *kafkatest.Cluster) {
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.CtxFor(t, time.Minute)
 	const topic, batches, perBatch = "reauth", 32, 100
 	const n = batches * perBatch
 	logs := &logTally{level: slog.LevelDebug}

@@ -18,6 +18,7 @@ import (
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -114,7 +115,7 @@ func configOn(ctx context.Context, cl *kgo.Client, id int32, topic, key string) 
 // factory prevents.
 func TestReadYourWritesOnKafka44(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Nodes(3))
-	ctx := testCtx(t, 5*time.Minute)
+	ctx := testkit.CtxFor(t, 5*time.Minute)
 	ids := c.NodeIDs()
 
 	var offs []factory.Event

@@ -14,6 +14,7 @@ import (
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -67,7 +68,7 @@ func TestSingleNodeClusters(t *testing.T) {
 // store starts Unknown; Kafka 4.4 never returns a token, so it stays so and
 // nothing is stamped.
 func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwarder, name string, stamped bool) {
-	ctx := testCtx(t, 2*time.Minute)
+	ctx := testkit.CtxFor(t, 2*time.Minute)
 	const n, partitions = 10_000, 3
 	topic, group, clientID := "compat-"+name, "compat-group-"+name, "compat-"+name
 

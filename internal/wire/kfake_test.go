@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/testkit"
 )
 
 const testTopic = "t"
@@ -43,12 +44,6 @@ func newClient(t testing.TB, seeds []string, i *Interceptor, opts ...kgo.Opt) *k
 	}
 	t.Cleanup(cl.Close)
 	return cl
-}
-
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func produceN(t testing.TB, ctx context.Context, cl *kgo.Client, topic string, from, n int) {
@@ -105,7 +100,7 @@ func TestKfakeTokensReachEveryRequest(t *testing.T) {
 	store := consistency.NewMemoryStore()
 	rec := &recorder{}
 	i := newInterceptor(t, Config{Store: store, Dial: sc.dial, Observer: rec})
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 
 	writer := newClient(t, sc.seeds(), i, kgo.ClientID("writer"))
 	produceN(t, ctx, writer, testTopic, 0, 30)
@@ -185,7 +180,7 @@ func TestKfakeUnknownStoreSendsNoTag(t *testing.T) {
 	sc := newSpyCluster(t, 1, kfake.SeedTopics(1, testTopic))
 	store := consistency.NewMemoryStore()
 	i := newInterceptor(t, Config{Store: store, Dial: sc.dial})
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	cl := newClient(t, sc.seeds(), i)
 	produceN(t, ctx, cl, testTopic, 0, 5)
 	consumeAll(t, ctx, sc.seeds(), i, testTopic, 5)
@@ -275,7 +270,7 @@ func TestKfakeInconsistentMetadataThenSuccess(t *testing.T) {
 			}
 			rec := &recorder{}
 			i := newInterceptor(t, Config{Store: store, Dial: sc.dial, Observer: rec})
-			ctx := testCtx(t)
+			ctx := testkit.Ctx(t)
 			cl := newClient(t, sc.seeds(), i)
 			switch tc.key {
 			case 0, 1:
@@ -308,7 +303,7 @@ func TestKfakeInconsistentMetadataForever(t *testing.T) {
 		}
 		i := newInterceptor(t, Config{Store: store, Dial: sc.dial})
 		cl := newClient(t, sc.seeds(), i, kgo.RequestRetries(3))
-		_, err := kadm.NewClient(cl).CreateTopics(testCtx(t), 1, 1, nil, "never")
+		_, err := kadm.NewClient(cl).CreateTopics(testkit.Ctx(t), 1, 1, nil, "never")
 		if !errors.Is(err, consistency.ErrInconsistentMetadata) {
 			t.Fatalf("err = %v, want ErrInconsistentMetadata", err)
 		}
@@ -327,7 +322,7 @@ func TestKfakeInconsistentMetadataForever(t *testing.T) {
 		rec := &recorder{}
 		i := newInterceptor(t, Config{Store: store, Dial: sc.dial, Observer: rec})
 		cl := newClient(t, sc.seeds(), i, kgo.RecordRetries(3))
-		err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: testTopic, Value: []byte("x")}).FirstErr()
+		err := cl.ProduceSync(testkit.Ctx(t), &kgo.Record{Topic: testTopic, Value: []byte("x")}).FirstErr()
 		// kgo reports the code it was given; the producer wrapper turns it
 		// into ErrInconsistentMetadata with the Observer's knowledge.
 		if !errors.Is(err, kerr.NotEnoughReplicas) && !errors.Is(err, kgo.ErrRecordRetries) {

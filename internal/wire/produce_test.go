@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/testkit"
 )
 
 // Produce frames written out by hand from the protocol (client id "kc",
@@ -261,7 +262,7 @@ func TestKfakeNoAckProduceAnswered(t *testing.T) {
 	obs := newTokenWaiter()
 	i := newInterceptor(t, Config{Store: store, Dial: sc.dial, Observer: obs, timing: timing{idleCheckAfter: time.Nanosecond}})
 	cl := newClient(t, sc.seeds(), i, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 
 	const rounds = 5
 	for r := 1; r <= rounds; r++ {

@@ -1,16 +1,8 @@
 package wire
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/testkit"
 )
 
 func TestKfakeSASL(t *testing.T) {
@@ -38,7 +31,7 @@ func TestKfakeSASL(t *testing.T) {
 				t.Fatal(err)
 			}
 			i := newInterceptor(t, Config{Store: store, Dial: sc.dial})
-			ctx := testCtx(t)
+			ctx := testkit.Ctx(t)
 			cl := newClient(t, sc.seeds(), i, kgo.SASL(tc.mech))
 			produceN(t, ctx, cl, testTopic, 0, 5)
 			consumeAll(t, ctx, sc.seeds(), i, testTopic, 5, kgo.SASL(tc.mech))
@@ -58,40 +51,8 @@ func TestKfakeSASL(t *testing.T) {
 	}
 }
 
-// selfSigned returns a server certificate for 127.0.0.1 and a pool that
-// trusts it.
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kconsist test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
-}
-
 func TestKfakeTLS(t *testing.T) {
-	cert, pool := selfSigned(t)
+	cert, pool := testkit.SelfSigned(t)
 	kf, err := kfake.NewCluster(kfake.NumBrokers(2), kfake.SeedTopics(2, testTopic),
 		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	if err != nil {
@@ -105,7 +66,7 @@ func TestKfakeTLS(t *testing.T) {
 	// No ServerName: the interceptor fills it from each broker's host.
 	clientTLS := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	i := newInterceptor(t, Config{Store: store, TLS: clientTLS})
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	cl := newClient(t, kf.ListenAddrs(), i)
 	produceN(t, ctx, cl, testTopic, 0, 10)
 	consumeAll(t, ctx, kf.ListenAddrs(), i, testTopic, 10)
