@@ -15,8 +15,7 @@ import (
 // record: give it to the current client, see its outcome, follow cluster
 // changes. It does not depend on K and V, so its per-record methods are
 // plain functions, called without the dictionary a generic method takes.
-//
-// Lock order (see the package doc): txn.mu → mu → omu; vmu is a leaf.
+// The package doc gives the order its mutexes are taken in.
 type engine struct {
 	// sess is how the engine meets the factory's session: set before the
 	// engine is used (newEngine, follow) and never changed.
