@@ -105,6 +105,8 @@ type ProducerClient interface {
 // producer joins a new producer to the client in it, or makes one. It is
 // safe for concurrent use; the zero value is empty.
 type Share struct {
+	// mu guards c; it is taken before the client's own lock (Join calls
+	// c.Join under it), never after.
 	mu sync.Mutex
 	c  ProducerClient
 }
