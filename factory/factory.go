@@ -12,7 +12,6 @@ import (
 	"github.com/kconsist/kconsist/admin"
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/consumer"
-	"github.com/kconsist/kconsist/internal/bridge"
 	"github.com/kconsist/kconsist/internal/link"
 	"github.com/kconsist/kconsist/internal/session"
 	"github.com/kconsist/kconsist/producer"
@@ -138,8 +137,8 @@ func (f *Factory) Admin(opts ...AdminOpt) (*admin.Client, error) {
 // idempotence...), and KgoOpts, Hooks, HooksPerClient, Resolver or
 // WithObserver given to NewProducer (which cannot be compared), give the
 // producer a client of its own, as does SeparateClient. Flush of a producer
-// waits for every record of its client, and Close of one leaves the client
-// open for the others; the last Close closes it (see producer.Producer).
+// waits for its own records only, and Close of one leaves the client open
+// for the others; the last Close closes it (see producer.Producer).
 func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values producer.Serializer[V], opts ...ProducerOpt) (*producer.Producer[K, V], error) {
 	if keys == nil || values == nil {
 		return nil, fmt.Errorf("%w: NewProducer needs a key and a value serializer", ErrConfig)
@@ -152,12 +151,11 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 	if k, shareable := f.producerKey(cfg); shareable && !cfg.separate {
 		key = k
 	}
-	p := new(producer.Producer[K, V])
-	err = f.s.Producer(b, key, func(c bridge.ProducerClient) bool { return c.Attach(p, keys, values) })
+	l, err := f.s.Producer(b, key)
 	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return producer.New(l, keys, values)
 }
 
 // NewConsumer returns a consumer of K keys and V values; opts apply on top

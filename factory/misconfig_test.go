@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kconsist/kconsist"
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/internal/wire"
@@ -80,7 +81,7 @@ func TestWrongPasswordFailsFast(t *testing.T) {
 	t0 := time.Now()
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "v"})
 	require.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
-	var perr *producer.AuthError
+	var perr *kconsist.AuthError
 	require.ErrorAs(t, err, &perr)
 	require.Less(t, time.Since(t0), 5*time.Second, "Produce")
 

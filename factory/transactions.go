@@ -7,7 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kconsist/kconsist/internal/bridge"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -139,11 +138,9 @@ func NewGroupTransactSession[K, V any](f *Factory, keys producer.Serializer[K], 
 	if err != nil {
 		return nil, err
 	}
-	follow, err := f.s.GroupTransact(b)
+	l, err := f.s.GroupTransact(b)
 	if err != nil {
 		return nil, err
 	}
-	gs := new(producer.GroupTransactSession[K, V])
-	bridge.InitGroupTransactSession(gs, sess, keys, values, follow)
-	return gs, nil
+	return producer.NewGroupTransactSession(l, sess, keys, values), nil
 }

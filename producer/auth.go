@@ -7,44 +7,22 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist"
+	"github.com/kconsist/kconsist/internal/link"
 )
 
-// AuthError is returned for a record that failed because the cluster
-// refuses the producer's credentials or TLS settings. It unwraps to the
-// cause, so errors.Is(err, kerr.SaslAuthenticationFailed) or errors.As into
-// an x509 error work on it.
+// authPauseEvery spaces the rounds of an abort that synchronous sends keep
+// going (see authPause).
+const authPauseEvery = 5 * time.Millisecond
+
+// authState is a producer's side of its session's link.AuthWatch.
 //
 // franz-go retries a connection that fails SASL or certificate checks as
-// it would a broker that is down, so records wait until their delivery
-// timeout and fail with ErrRecordTimeout, the cause only in the logs. The
-// Java client fails the send at once with SaslAuthenticationException or
-// SslAuthenticationException; a producer of a factory whose security
-// settings are its own does the same: records buffered when the failure is
-// found fail with it, and records produced while it holds fail at once,
-// without reaching the client. The factory checks again now and then, and
-// records go through once the cluster accepts the client.
-type AuthError struct {
-	Topic string
-	Err   error // the authentication or TLS failure
-	// Gave is what franz-go failed the record with (ErrAborting when the
-	// failure was found while it held the record), or nil if the record
-	// was never given to it.
-	Gave error
-}
-
-func (e *AuthError) Error() string {
-	return fmt.Sprintf("producer: record to %s not delivered: the cluster refuses the client: %v", e.Topic, e.Err)
-}
-
-// Unwrap returns the cause and, if any, franz-go's error.
-func (e *AuthError) Unwrap() []error {
-	if e.Gave == nil {
-		return []error{e.Err}
-	}
-	return []error{e.Err, e.Gave}
-}
-
-// authState is a producer's side of follow.Auth.
+// it would a broker that is down, so records would wait until their
+// delivery timeout. Records buffered when the failure is found fail with a
+// *kconsist.AuthError (authFailed), and records produced while it holds
+// fail at once, without reaching the client (authRefusal).
 type authState struct {
 	cancel func() // ends the subscription
 	// failing is the watch's flag (nil without a watch): set whenever a
@@ -62,7 +40,7 @@ type authState struct {
 }
 
 // watchAuth subscribes e to a's failures.
-func (e *engine) watchAuth(a authWatch) {
+func (e *engine) watchAuth(a link.AuthWatch) {
 	if a != nil {
 		e.auth.failing = a.Failing()
 		e.auth.cancel = a.OnAuthFailure(e.authFailed)
@@ -113,7 +91,7 @@ func (e *engine) authFailed(error) {
 				// Close ends the wait (stop) and then closes the client.
 				_ = cl.AbortBufferedRecords(e.stop)
 			}
-			syncing := e.auth.syncing.Load() > 0 && e.follow.Auth.AuthFailure() != nil
+			syncing := e.auth.syncing.Load() > 0 && e.sess.Auth.AuthFailure() != nil
 			again, goOn := e.nextAbortRound(syncing)
 			if !goOn || !e.authPause() { // a failed pause: the producer is closing
 				return
@@ -145,7 +123,7 @@ func (e *engine) nextAbortRound(syncing bool) (again, goOn bool) {
 // their records reach the client within microseconds of their check. It
 // reports false when the producer is closing.
 func (e *engine) authPause() bool {
-	t := time.NewTimer(5 * time.Millisecond)
+	t := time.NewTimer(authPauseEvery)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -159,7 +137,7 @@ func (e *engine) authPause() bool {
 // authFailing says so: a failure stored since the send's check may have
 // been aborted for before the record arrived.
 func (e *engine) authRecheck() {
-	if e.follow.Auth.AuthFailure() != nil {
+	if e.sess.Auth.AuthFailure() != nil {
 		e.authFailed(nil)
 	}
 }
@@ -167,11 +145,11 @@ func (e *engine) authRecheck() {
 // authRefusal returns the error to fail a record to topic with, unsent,
 // while the cluster refuses the client, or nil.
 func (e *engine) authRefusal(topic string) error {
-	if e.follow.Auth == nil {
+	if e.sess.Auth == nil {
 		return nil
 	}
-	if err := e.follow.Auth.AuthFailure(); err != nil {
-		return &AuthError{Topic: topic, Err: err}
+	if err := e.sess.Auth.AuthFailure(); err != nil {
+		return &kconsist.AuthError{Topic: topic, Err: err}
 	}
 	return nil
 }
@@ -179,11 +157,11 @@ func (e *engine) authRefusal(topic string) error {
 // authAttributed returns the error to report for x, which franz-go gave up
 // with err, if the cluster refuses the client; nil otherwise.
 func (e *engine) authAttributed(x *inflight, err error) error {
-	if e.follow.Auth == nil || !givenUp(err) {
+	if e.sess.Auth == nil || !givenUp(err) {
 		return nil
 	}
-	if cause := e.follow.Auth.AuthFailure(); cause != nil {
-		return &AuthError{Topic: x.rec.Topic, Err: cause, Gave: err}
+	if cause := e.sess.Auth.AuthFailure(); cause != nil {
+		return &kconsist.AuthError{Topic: x.rec.Topic, Err: cause, Gave: err}
 	}
 	return nil
 }
@@ -191,10 +169,10 @@ func (e *engine) authAttributed(x *inflight, err error) error {
 // authCause adds the failure that holds, if any, to err, the error of a
 // Produce whose context ended first.
 func (e *engine) authCause(err error) error {
-	if e.follow.Auth == nil {
+	if e.sess.Auth == nil {
 		return err
 	}
-	if cause := e.follow.Auth.AuthFailure(); cause != nil {
+	if cause := e.sess.Auth.AuthFailure(); cause != nil {
 		return fmt.Errorf("%w: the cluster refuses the client: %w", err, cause)
 	}
 	return err

@@ -13,8 +13,19 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist"
+	"github.com/kconsist/kconsist/internal/link"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
+
+// names is a link.ClusterNames that says what it is given.
+type names struct {
+	now string
+	of  map[uint64]string
+}
+
+func (n names) Cluster() string             { return n.now }
+func (n names) ClusterOf(gen uint64) string { return n.of[gen] }
 
 // racingAuth is an AuthWatch whose failure is stored, and its subscribers
 // run to the end, just after the first check of a send read nil: the
@@ -99,7 +110,7 @@ func TestAuthFailureRacingASend(t *testing.T) {
 			require.NoError(t, err)
 			p := newProducer(cl, String(), String())
 			auth := &racingAuth{e: p.e, cause: errors.New("x509: certificate signed by unknown authority")}
-			p.withFollow(follow{Watch: settledWatch(), Auth: auth})
+			p.withFollow(link.Producer{Watch: settledWatch(), Auth: auth})
 			defer p.Close(context.Background())
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -116,7 +127,7 @@ func TestAuthFailureRacingASend(t *testing.T) {
 					err = ctx.Err()
 				}
 			}
-			var ae *AuthError
+			var ae *kconsist.AuthError
 			require.ErrorAs(t, err, &ae, "the record fails with the cause")
 			require.ErrorIs(t, err, auth.cause)
 			t.Logf("failed after %v", time.Since(t0))
@@ -132,16 +143,8 @@ func TestAuthFailureRacingASend(t *testing.T) {
 func TestTxnBrokenNamesFirstCluster(t *testing.T) {
 	e := &engine{}
 	e.txn.on = true
-	e.follow = follow{
-		Cluster: func() string { return "b" },
-		ClusterOf: func(gen uint64) string {
-			if gen == 3 {
-				return "a"
-			}
-			return ""
-		},
-	}
-	e.txn.noteCluster(func() string { return "" }, 3)
+	e.sess = link.Producer{Clusters: names{now: "b", of: map[uint64]string{3: "a"}}}
+	e.txn.noteCluster(names{}, 3)
 	var moved *rebootstrap.ClusterChangedError
 	require.ErrorAs(t, e.txnBroken(), &moved)
 	require.Equal(t, "a", moved.From)
@@ -150,8 +153,8 @@ func TestTxnBrokenNamesFirstCluster(t *testing.T) {
 	// Known when it began: that is what it names.
 	e = &engine{}
 	e.txn.on = true
-	e.follow = follow{Cluster: func() string { return "b" }, ClusterOf: func(uint64) string { return "x" }}
-	e.txn.noteCluster(func() string { return "a" }, 3)
+	e.sess = link.Producer{Clusters: names{now: "b", of: map[uint64]string{3: "x"}}}
+	e.txn.noteCluster(names{now: "a"}, 3)
 	require.ErrorAs(t, e.txnBroken(), &moved)
 	require.Equal(t, "a", moved.From)
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/link"
 	"github.com/kconsist/kconsist/internal/wire"
 )
 
@@ -33,7 +34,7 @@ func TestFailureCallbacksInOrder(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerBatchMaxBytes(1000))
 	require.NoError(t, err)
 	var made atomic.Int32
-	p := newProducer(cl, Bytes(), Bytes()).withFollow(follow{Watch: settledWatch(), NewClient: countedClients(seeds, &made)})
+	p := newProducer(cl, Bytes(), Bytes()).withFollow(link.Producer{Watch: settledWatch(), Clients: countedClients(seeds, &made)})
 	defer p.Close(context.Background())
 
 	const n = 300
@@ -110,7 +111,7 @@ func testReplacedClient(t *testing.T, finish func(*Producer[[]byte, []byte], con
 	require.NoError(t, err)
 	w := settledWatch()
 	var made atomic.Int32
-	p := newProducer(old, Bytes(), Bytes()).withFollow(follow{Watch: w, NewClient: countedClients(seeds, &made)})
+	p := newProducer(old, Bytes(), Bytes()).withFollow(link.Producer{Watch: w, Clients: countedClients(seeds, &made)})
 	defer p.Close(context.Background())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -183,7 +184,7 @@ func TestInconsistentAttributedToItsPartition(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.RecordRetries(0),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	require.NoError(t, err)
-	p := newProducer(cl, String(), String()).withFollow(follow{Inconsistent: marks.Clock(), InconsistentOn: marks.At})
+	p := newProducer(cl, String(), String()).withFollow(link.Producer{Marks: &marks})
 	defer p.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/internal/link"
 )
 
 // slowWatch is a clusterWatch whose verdict comes when the test says so.
@@ -57,9 +59,9 @@ func TestFlushWaitsForFailedRecords(t *testing.T) {
 	require.NoError(t, err)
 	w := &slowWatch{release: make(chan struct{})}
 	var newClients atomic.Int32
-	p := newProducer(cl, Bytes(), Bytes()).withFollow(follow{
-		Watch:     w,
-		NewClient: countedClients(seeds, &newClients),
+	p := newProducer(cl, Bytes(), Bytes()).withFollow(link.Producer{
+		Watch:   w,
+		Clients: countedClients(seeds, &newClients),
 	})
 	var calls atomic.Int32
 	var got error
@@ -175,9 +177,9 @@ func TestFailureUsesCallersContext(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerBatchMaxBytes(1000), kgo.WithHooks(cancelHook{}))
 	require.NoError(t, err)
 	w := settledWatch()
-	p := newProducer(cl, Bytes(), Bytes()).withFollow(follow{
-		Watch:     w,
-		NewClient: func() (*kgo.Client, error) { return kgo.NewClient(kgo.SeedBrokers(seeds...)) },
+	p := newProducer(cl, Bytes(), Bytes()).withFollow(link.Producer{
+		Watch:   w,
+		Clients: clientsFunc(func() (*kgo.Client, error) { return kgo.NewClient(kgo.SeedBrokers(seeds...)) }),
 	})
 	defer p.Close(context.Background())
 	w.gen.Add(1) // the cluster changed: a failed record goes to a new client
@@ -219,11 +221,11 @@ func TestRecordMovesToHookedClient(t *testing.T) {
 	require.False(t, recordHooks(cl))
 	var kept, lost atomic.Int32
 	w := settledWatch()
-	p := newProducer(cl, Bytes(), Bytes()).withFollow(follow{
+	p := newProducer(cl, Bytes(), Bytes()).withFollow(link.Producer{
 		Watch: w,
-		NewClient: func() (*kgo.Client, error) {
+		Clients: clientsFunc(func() (*kgo.Client, error) {
 			return kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.WithHooks(seeHook{&kept, &lost}))
-		},
+		}),
 	})
 	defer p.Close(context.Background())
 	w.gen.Add(1)
@@ -253,7 +255,7 @@ func TestInflightContext(t *testing.T) {
 	e := &engine{}
 	c := &current{seq: 7}
 	for _, ctx := range []context.Context{nil, context.Background()} {
-		p := newView(e, String(), String())
+		p := newMember(e, String(), String())
 		e.cur.Store(&current{seq: 6})
 		r, err := p.prepare(ctx, &Record[string, string]{Topic: "t"}, nil)
 		require.NoError(t, err)
@@ -277,7 +279,7 @@ func TestInflightContext(t *testing.T) {
 
 	at := time.Now().Add(time.Hour)
 	ctx, cancel := context.WithDeadline(context.WithValue(context.Background(), ctxKey{}, "v"), at)
-	r := newRef(e.tagFor(ctx, 7, 0), nil, "t", nil, nil, nil, 0, time.Time{})
+	r := newRef((&member{e: e}).tagFor(ctx, 7, 0), nil, "t", nil, nil, nil, 0, time.Time{})
 	e.prime(c, r)
 	got, ok := refOf(r.x.rec.Context)
 	require.True(t, ok)
@@ -310,9 +312,9 @@ type sliceCtx struct {
 // is updated in place.
 func TestPrimeKeepsTag(t *testing.T) {
 	var clock atomic.Uint64
-	e := &engine{follow: follow{Inconsistent: &clock}}
+	e := &engine{clock: &clock}
 	e.cur.Store(&current{seq: 3})
-	p := newView(e, String(), String())
+	p := newMember(e, String(), String())
 	mk := func() ref {
 		r, err := p.prepare(context.Background(), &Record[string, string]{Topic: "t"}, nil)
 		require.NoError(t, err)
@@ -333,7 +335,7 @@ func TestPrimeKeepsTag(t *testing.T) {
 	e.prime(&current{seq: 4}, r)
 	require.Equal(t, uint32(4), r.x.client(), "another client")
 
-	own := &tag{ctx: context.Background(), resent: true}
+	own := &tag{ctx: context.Background(), resent: true, m: &p.member}
 	r = newRef(own, nil, "t", nil, nil, nil, 0, time.Time{})
 	e.prime(&current{seq: 5}, r)
 	require.Same(t, own, r.x.tag)
@@ -345,7 +347,7 @@ func TestPrimeKeepsTag(t *testing.T) {
 // which costs nothing; any difference makes a new one. Contexts that cannot
 // be compared are not.
 func TestTagShared(t *testing.T) {
-	e := &engine{}
+	e := &member{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := e.tagFor(ctx, 1, 0)
@@ -410,9 +412,9 @@ func TestHookedFailureWithoutChange(t *testing.T) {
 	require.NoError(t, err)
 	w := settledWatch()
 	var made atomic.Int32
-	p := newProducer(cl, Bytes(), Bytes()).withFollow(follow{
-		Watch:     w,
-		NewClient: countedClients(seeds, &made),
+	p := newProducer(cl, Bytes(), Bytes()).withFollow(link.Producer{
+		Watch:   w,
+		Clients: countedClients(seeds, &made),
 	})
 	defer p.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callerKey{}, "caller"), 10*time.Second)
@@ -495,9 +497,14 @@ func TestNilContext(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// countedClients makes plain clients of seeds for a follow and counts them
-// in n.
-func countedClients(seeds []string, n *atomic.Int32) func() (*kgo.Client, error) {
+// clientsFunc is a link.ClientMaker that calls itself.
+type clientsFunc func() (*kgo.Client, error)
+
+func (f clientsFunc) NewClient() (*kgo.Client, error) { return f() }
+
+// countedClients makes plain clients of seeds for a producer that follows
+// changes and counts them in n.
+func countedClients(seeds []string, n *atomic.Int32) clientsFunc {
 	return func() (*kgo.Client, error) {
 		n.Add(1)
 		return kgo.NewClient(kgo.SeedBrokers(seeds...))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/kconsist/kconsist/factory"
-	"github.com/kconsist/kconsist/producer"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
 
@@ -32,7 +31,7 @@ func Example() {
 
 	// What a pinned producer's Produce returns once the bootstrap servers
 	// answer for another cluster:
-	err = &producer.ClusterChangedError{Err: &rebootstrap.ClusterChangedError{From: "prod-a", To: "dr-b"}}
+	err = fmt.Errorf("producer: record to orders not delivered: %w", &rebootstrap.ClusterChangedError{From: "prod-a", To: "dr-b"})
 
 	if errors.Is(err, rebootstrap.ErrClusterChanged) {
 		var changed *rebootstrap.ClusterChangedError

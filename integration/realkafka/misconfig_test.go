@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kconsist/kconsist"
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/kafkatest"
@@ -216,7 +217,7 @@ func testRefused(t *testing.T, c *kafkatest.Cluster) {
 			t.Logf("franz-go: %v after %v; %d connections in %v; %d warn/error log lines",
 				plain.err, plain.after.Round(time.Millisecond), plain.conns, refusalWindow, plain.logs)
 			require.True(t, mc.cause(sdk.err), "Produce returns the cause: %v", sdk.err)
-			var aerr *producer.AuthError
+			var aerr *kconsist.AuthError
 			require.ErrorAs(t, sdk.err, &aerr)
 			require.Less(t, sdk.after, 5*time.Second, "Produce fails within a few seconds")
 			require.True(t, sdk.laterOK, "records produced while the failure holds fail at once with it")

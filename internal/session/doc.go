@@ -43,21 +43,22 @@
 //
 // The watcher counts cluster changes (its generation): a probe that finds
 // the bootstrap servers naming another cluster than the one known raises it
-// and calls the OnChange callbacks. Every producer gets a follow
-// description (bridge.ProducerFollow) made here: the watcher to hear
-// changes from, whether the client is pinned, and NewClient, which builds
-// the same client again from its Build (after Close it fails with
-// ErrClosed). Every consumer gets a link.Consumer ([Session.Consumer]),
-// whose link.Follower is the same for a consumer: OnChange is the
-// watcher's, and Follow builds the client again, or, pinned, returns the
-// error. A consumer swaps at once, from its OnChange callback, to the
-// client Follow made on the new cluster. A producer swaps when a record fails: it waits for the checks
+// and calls the OnChange callbacks. Every producer gets a link.Producer
+// ([Session.Producer]) and every consumer a link.Consumer
+// ([Session.Consumer]), made here: the watcher to hear changes from,
+// whether the client is pinned, and a maker of clients (a link.ClientMaker
+// for a producer; for a consumer its link.Follower, whose Follow builds
+// the client again or, pinned, returns the error), which builds the same
+// client again from its Build (after Close it fails with ErrClosed). A
+// consumer swaps at once, from its OnChange callback, to the client Follow
+// made on the new cluster. A producer swaps when a record fails: it waits for the checks
 // in flight (Settle), and if the generation moved since its client was
 // made, sends the record again on a new client. A pinned client never
 // swaps: its work fails with a rebootstrap.ClusterChangedError naming the
 // pin and the new cluster, and a pinned producer refuses records at once
-// while the bootstrap servers name another cluster (Refuse), asking the
-// watcher again every Recheck. Clients whose security settings are the
+// while the bootstrap servers name another cluster than its pin (the
+// watcher is its link.ClusterNames), asking the watcher again every
+// Recheck. Clients whose security settings are the
 // factory's also watch the probes' authentication failures
 // (link.AuthWatch).
 package session

@@ -5,91 +5,65 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kconsist/kconsist/internal/bridge"
 	"github.com/kconsist/kconsist/internal/link"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
 
-// Producer attaches a producer to the franz-go client of producers with
-// key, made from b when there is none yet (or the last producer on it is
-// closing it); a nil key gives the producer a client of its own. attach
-// attaches the typed producer the caller made to a client and reports
-// whether it could (see bridge.ProducerClient.Attach); on a client just
-// made it always can. key must be comparable. After Close it returns
-// Config.ErrClosed.
-func (s *Session) Producer(b Build, key any, attach func(bridge.ProducerClient) bool) error {
-	s.life.RLock()
-	defer s.life.RUnlock()
-	if s.closed {
-		return s.cfg.ErrClosed
+// Producer returns how a producer described by b meets the session (see
+// link.Producer, which producer.New takes): its franz-go clients are made
+// from b, the first one when it is attached; producers of one key share
+// one client through the key's link.Share, and a nil key gives the
+// producer a client of its own. key must be comparable. After Close it
+// returns Config.ErrClosed.
+func (s *Session) Producer(b Build, key any) (link.Producer, error) {
+	if s.Closed() {
+		return link.Producer{}, s.cfg.ErrClosed
 	}
-	if key == nil {
-		c, err := s.newProducerClient(b, nil)
-		if err != nil {
-			return err
-		}
-		attach(c)
-		return nil
+	l := s.producerLink(b)
+	l.Clients = producerClients{s: s, b: b}
+	l.Pin, l.Recheck = b.Pin, b.Recheck
+	if key != nil {
+		l.Share = s.producerShare(key)
 	}
+	return l, nil
+}
+
+// producerShare returns the share of the producers of key, made on first
+// use. A share outlives the clients in it: once the last producer on one
+// closes it, the share is empty until the next producer of the key.
+func (s *Session) producerShare(key any) *link.Share {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
-	if c := s.producers[key]; c != nil && attach(c) {
-		return nil
-	}
-	var c bridge.ProducerClient
-	c, err := s.newProducerClient(b, func() {
-		s.pmu.Lock()
-		if s.producers[key] == c {
-			delete(s.producers, key)
+	sh := s.producers[key]
+	if sh == nil {
+		if s.producers == nil {
+			s.producers = map[any]*link.Share{}
 		}
-		s.pmu.Unlock()
-	})
-	if err != nil {
-		return err
+		sh = new(link.Share)
+		s.producers[key] = sh
 	}
-	if s.producers == nil {
-		s.producers = map[any]bridge.ProducerClient{}
-	}
-	s.producers[key] = c
-	attach(c)
-	return nil
+	return sh
 }
 
-// newProducerClient makes the franz-go client of producers described by b;
-// released, if not nil, is called when the last producer on it closes.
-// s.life is held shared.
-func (s *Session) newProducerClient(b Build, released func()) (bridge.ProducerClient, error) {
-	cl, err := s.userClient(b)
-	if err != nil {
-		return nil, err
-	}
-	f := s.producerFollow(b)
-	f.Pinned = b.Pin != ""
-	f.Changed = s.changed(b.Pin)
-	f.Refuse = func() error {
-		if now := s.watcher.Cluster(); now != "" && now != b.Pin {
-			return &rebootstrap.ClusterChangedError{From: b.Pin, To: now}
-		}
-		return nil
-	}
-	f.Recheck = b.Recheck
-	f.NewClient = func() (*kgo.Client, error) { return s.Client(b) }
-	f.Released = released
-	return bridge.NewProducerClient(cl, f), nil
+// producerClients is the link.ClientMaker of producers described by b.
+type producerClients struct {
+	s *Session
+	b Build
 }
 
-// producerFollow is what every client that produces follows: cluster
-// changes (though a transaction never follows one), the clocks of
+// NewClient makes a client of b (after Close it fails with
+// Config.ErrClosed).
+func (c producerClients) NewClient() (*kgo.Client, error) { return c.s.Client(c.b) }
+
+// producerLink is what every client that produces meets: the watcher (its
+// cluster changes, the cluster it names), the clocks of
 // INCONSISTENT_METADATA answers and authentication failures.
-func (s *Session) producerFollow(b Build) bridge.ProducerFollow {
-	return bridge.ProducerFollow{
-		Watch:          s.watcher,
-		Cluster:        s.watcher.Cluster,
-		ClusterOf:      s.watcher.ClusterOf,
-		Inconsistent:   s.produceMarks.Clock(),
-		InconsistentOn: s.produceMarks.At,
-		TopicHeldAt:    s.produceMarks.TopicHeldAt,
-		Auth:           s.authWatch(b),
+func (s *Session) producerLink(b Build) link.Producer {
+	return link.Producer{
+		Watch:    s.watcher,
+		Clusters: s.watcher,
+		Marks:    &s.produceMarks,
+		Auth:     s.authWatch(b),
 	}
 }
 
@@ -127,14 +101,14 @@ func (f follower) Follow() (*kgo.Client, error) {
 }
 
 // GroupTransact makes the client of a GroupTransactSession with b, whose
-// NewClient keeps the session it wraps, and returns what the session
-// follows: it never swaps its client. After Close it returns
-// Config.ErrClosed.
-func (s *Session) GroupTransact(b Build) (bridge.ProducerFollow, error) {
+// NewClient keeps the session it wraps, and returns how the session meets
+// this one: it never swaps its client, so it is given no ClientMaker.
+// After Close it returns Config.ErrClosed.
+func (s *Session) GroupTransact(b Build) (link.Producer, error) {
 	if _, err := s.Client(b); err != nil {
-		return bridge.ProducerFollow{}, err
+		return link.Producer{}, err
 	}
-	return s.producerFollow(b), nil
+	return s.producerLink(b), nil
 }
 
 // changed returns the error of a pinned client after a cluster change.

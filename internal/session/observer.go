@@ -51,7 +51,7 @@ func (w *observer) OnInconsistentMetadata(addr string, key int16, sent, at int64
 	}
 }
 
-// OnProduceInconsistentMetadata: see bridge.ProducerFollow.InconsistentOn.
+// OnProduceInconsistentMetadata: see link.InconsistentMarks.At.
 func (w *observer) OnProduceInconsistentMetadata(topic string, partition int32) {
 	w.s.produceMarks.Mark(topic, partition)
 }

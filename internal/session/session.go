@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kconsist/kconsist/consistency"
-	"github.com/kconsist/kconsist/internal/bridge"
 	"github.com/kconsist/kconsist/internal/cluster"
+	"github.com/kconsist/kconsist/internal/link"
 	"github.com/kconsist/kconsist/internal/wire"
 )
 
@@ -67,7 +67,7 @@ type Session struct {
 
 	stats wireStats
 	// produceMarks notes which produce partitions were answered
-	// INCONSISTENT_METADATA (bridge.ProducerFollow.InconsistentOn).
+	// INCONSISTENT_METADATA (link.InconsistentMarks).
 	produceMarks wire.ProduceMarks
 	// learnOnce starts the watcher learning the cluster id when the first
 	// client of the session or of a child is made (see root).
@@ -78,10 +78,10 @@ type Session struct {
 	life   sync.RWMutex
 	closed bool
 
-	// producers holds the franz-go client that producers of one key
-	// share (see Producer); pmu guards it.
+	// producers holds where the producers of one key find the franz-go
+	// client they share (see Producer); pmu guards it.
 	pmu       sync.Mutex
-	producers map[any]bridge.ProducerClient
+	producers map[any]*link.Share
 }
 
 // New returns the session of a new factory. Nothing runs until the first

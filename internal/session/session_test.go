@@ -10,7 +10,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kconsist/kconsist/consistency"
-	"github.com/kconsist/kconsist/internal/bridge"
 	"github.com/kconsist/kconsist/producer"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
@@ -49,13 +48,13 @@ func newSession(t *testing.T, cfg Config) *Session {
 	return s
 }
 
-// attach attaches a new string producer to the client it is given and
-// keeps it.
-func attach(p **producer.Producer[string, string]) func(bridge.ProducerClient) bool {
-	return func(c bridge.ProducerClient) bool {
-		*p = new(producer.Producer[string, string])
-		return c.Attach(*p, producer.String(), producer.String())
+// newProducer makes a string producer of key as the factory does.
+func newProducer(s *Session, key any) (*producer.Producer[string, string], error) {
+	l, err := s.Producer(build(), key)
+	if err != nil {
+		return nil, err
 	}
+	return producer.New(l, producer.String(), producer.String())
 }
 
 // TestProducersShareByKey: producers of one key share one franz-go
@@ -63,11 +62,14 @@ func attach(p **producer.Producer[string, string]) func(bridge.ProducerClient) b
 // last producer of a shared client closes it, the key gets a new one.
 func TestProducersShareByKey(t *testing.T) {
 	s := newSession(t, Config{})
-	var a, b, own, other *producer.Producer[string, string]
-	require.NoError(t, s.Producer(build(), "k", attach(&a)))
-	require.NoError(t, s.Producer(build(), "k", attach(&b)))
-	require.NoError(t, s.Producer(build(), nil, attach(&own)))
-	require.NoError(t, s.Producer(build(), "other", attach(&other)))
+	a, err := newProducer(s, "k")
+	require.NoError(t, err)
+	b, err := newProducer(s, "k")
+	require.NoError(t, err)
+	own, err := newProducer(s, nil)
+	require.NoError(t, err)
+	other, err := newProducer(s, "other")
+	require.NoError(t, err)
 	require.Same(t, a.Kgo(), b.Kgo(), "one key, one client")
 	require.NotSame(t, a.Kgo(), own.Kgo(), "a nil key shares nothing")
 	require.NotSame(t, a.Kgo(), other.Kgo(), "another key, another client")
@@ -76,9 +78,9 @@ func TestProducersShareByKey(t *testing.T) {
 
 	first := a.Kgo()
 	require.NoError(t, a.Close(t.Context()))
-	require.NoError(t, b.Close(t.Context())) // the last one: the client closes and the key is forgotten
-	var c *producer.Producer[string, string]
-	require.NoError(t, s.Producer(build(), "k", attach(&c)))
+	require.NoError(t, b.Close(t.Context())) // the last one: the client closes and the key's share is empty
+	c, err := newProducer(s, "k")
+	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close(t.Context())) }()
 	require.NotSame(t, first, c.Kgo(), "a closed client is never handed out again")
 }
@@ -102,9 +104,10 @@ func TestClosedSessionMakesNothing(t *testing.T) {
 	require.ErrorIs(t, err, errClosed)
 	_, err = s.Child(consistency.Unknown())
 	require.ErrorIs(t, err, errClosed)
-	var p *producer.Producer[string, string]
-	require.ErrorIs(t, s.Producer(build(), "k", attach(&p)), errClosed)
-	require.Nil(t, p)
+	_, err = s.Producer(build(), "k")
+	require.ErrorIs(t, err, errClosed)
+	_, err = s.Producer(build(), nil)
+	require.ErrorIs(t, err, errClosed)
 	_, err = s.AskCluster(t.Context())
 	require.ErrorIs(t, err, errClosed, "the oracle is closed too")
 }

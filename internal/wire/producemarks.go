@@ -96,7 +96,7 @@ func (m *ProduceMarks) TopicHeldAt(topic string) time.Time {
 // Tick moves the clock for an INCONSISTENT_METADATA answer to a request
 // that names no partition (a producer id, a coordinator), which may hold
 // any record back: a record that then times out was held by it (see
-// bridge.ProducerFollow.Inconsistent).
+// link.InconsistentMarks).
 func (m *ProduceMarks) Tick() { m.clock.Add(1) }
 
 // Clock returns the clock itself: a producer loads it on every record (an

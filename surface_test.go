@@ -1,4 +1,4 @@
-package bridge
+package kconsist_test
 
 import (
 	"fmt"
@@ -21,14 +21,14 @@ import (
 func TestPublicSurface(t *testing.T) {
 	want := map[string][]string{
 		"producer": {
-			"AuthError", "AuthError.Error", "AuthError.Unwrap", "Bytes",
-			"ClusterChangedError", "ClusterChangedError.Error", "ClusterChangedError.Unwrap",
+			"Bytes",
 			"ErrNotTransactional", "ErrSerialize",
 			"GroupTransactSession", "GroupTransactSession.AllowRebalance", "GroupTransactSession.Begin",
 			"GroupTransactSession.Close", "GroupTransactSession.End", "GroupTransactSession.Kgo",
 			"GroupTransactSession.PollFetches", "GroupTransactSession.PollRecords", "GroupTransactSession.Produce",
 			"GroupTransactSession.ProduceAsync", "GroupTransactSession.ProduceSync",
-			"Header", "JSON", "ProduceResult", "ProduceResults", "ProduceResults.FirstErr",
+			"Header", "JSON", "New", "NewGroupTransactSession",
+			"ProduceResult", "ProduceResults", "ProduceResults.FirstErr",
 			"Producer", "Producer.BeginTransaction", "Producer.Close", "Producer.EndTransaction", "Producer.Flush",
 			"Producer.Kgo", "Producer.Produce", "Producer.ProduceAsync", "Producer.ProduceSync",
 			"Record", "Result", "Serializer", "SerializerFunc", "SerializerFunc.Serialize", "String",
@@ -47,7 +47,7 @@ func TestPublicSurface(t *testing.T) {
 		},
 	}
 	for pkg, names := range want {
-		got := exported(t, "../../"+pkg, false)
+		got := exported(t, "./"+pkg, false)
 		slices.Sort(names)
 		if !slices.Equal(got, names) {
 			t.Errorf("%s exports\n\t%v\nwant\n\t%v", pkg, got, names)
@@ -56,12 +56,12 @@ func TestPublicSurface(t *testing.T) {
 	// The one constructor of each takes the factory's internal/link value
 	// first: nothing outside this module can name its type.
 	for pkg, want := range map[string]string{"consumer": "Consumer", "admin": "Admin"} {
-		if got := firstParam(t, "../../"+pkg, "New"); got != "link."+want {
+		if got := firstParam(t, "./"+pkg, "New"); got != "link."+want {
 			t.Errorf("%s.New takes %q first, want link.%s (of internal/link)", pkg, got, want)
 		}
 	}
 	// admin.Client has every kadm method: check the top level only.
-	if got := exported(t, "../../admin", true); !slices.Equal(got, []string{"Client", "New"}) {
+	if got := exported(t, "./admin", true); !slices.Equal(got, []string{"Client", "New"}) {
 		t.Errorf("admin exports %v at the top level, want [Client New]", got)
 	}
 }
@@ -182,4 +182,80 @@ func firstParam(t *testing.T, dir, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestFactoryOnlyConstructors: every exported function of producer that
+// returns one of its clients takes, first, a value (not a pointer, not an
+// interface) of a type from internal/link. Code outside this module cannot
+// name such a type, so it cannot call the function, not even with nil:
+// producers come from the factory only.
+func TestFactoryOnlyConstructors(t *testing.T) {
+	const linkPath = `"github.com/kconsist/kconsist/internal/link"`
+	clients := map[string]bool{"Producer": true, "GroupTransactSession": true}
+	dir := "./producer"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	found := 0
+	for _, ent := range entries {
+		if !strings.HasSuffix(ent.Name(), ".go") || strings.HasSuffix(ent.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, ent.Name()), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatalf("parse %s: %v", ent.Name(), err)
+		}
+		linkName := ""
+		for _, imp := range f.Imports {
+			if imp.Path.Value == linkPath {
+				linkName = "link"
+				if imp.Name != nil {
+					linkName = imp.Name.Name
+				}
+			}
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !fn.Name.IsExported() || !returnsClient(fn, clients) {
+				continue
+			}
+			found++
+			params := fn.Type.Params.List
+			var first ast.Expr
+			if len(params) > 0 {
+				first = params[0].Type
+			}
+			sel, ok := first.(*ast.SelectorExpr)
+			if !ok || linkName == "" {
+				t.Errorf("producer.%s returns a client but its first parameter is not a value of a type from internal/link", fn.Name.Name)
+				continue
+			}
+			if x, ok := sel.X.(*ast.Ident); !ok || x.Name != linkName {
+				t.Errorf("producer.%s: first parameter of another package than internal/link", fn.Name.Name)
+			}
+		}
+	}
+	if found == 0 {
+		t.Error("no constructor of producer found: the check checks nothing")
+	}
+}
+
+// returnsClient reports whether fn returns one of the named types of its
+// package, or a pointer to one.
+func returnsClient(fn *ast.FuncDecl, clients map[string]bool) bool {
+	if fn.Type.Results == nil {
+		return false
+	}
+	for _, r := range fn.Type.Results.List {
+		x := r.Type
+		if s, ok := x.(*ast.StarExpr); ok {
+			x = s.X
+		}
+		if clients[recvName(x)] {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,253 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kconsist/kconsist/rebootstrap"
+)
+
+// defaultRecheck is how often, at most, a pinned producer that refuses
+// records asks for a check of the bootstrap servers when its session gives
+// no Recheck.
+const defaultRecheck = time.Second
+
+// changedError is the error of a record to topic that a cluster change
+// kept from being delivered; errors.As finds cause, a
+// *rebootstrap.ClusterChangedError, in it.
+func changedError(topic string, cause error) error {
+	return fmt.Errorf("producer: record to %s not delivered: %w", topic, cause)
+}
+
+// cluster returns the cluster the bootstrap servers name now, "" if
+// unknown.
+func (e *engine) cluster() string {
+	if e.sess.Clusters == nil {
+		return ""
+	}
+	return e.sess.Clusters.Cluster()
+}
+
+// pinRefusal returns, for a pinned producer, the error to fail records with
+// while the bootstrap servers name another cluster than the pinned one,
+// and nil while they name it (or nothing is known).
+func (e *engine) pinRefusal() *rebootstrap.ClusterChangedError {
+	if now := e.cluster(); now != "" && now != e.sess.Pin {
+		return &rebootstrap.ClusterChangedError{From: e.sess.Pin, To: now}
+	}
+	return nil
+}
+
+// pinnedChange is a pinned producer's reaction to a cluster change: refuse
+// records while the bootstrap servers name another cluster, and fail those
+// the client holds.
+func (e *engine) pinnedChange() {
+	if e.sess.Clusters != nil {
+		if refused := e.pinRefusal(); refused != nil {
+			e.lastRecheck.Store(time.Now().UnixNano()) // this was a check
+			e.refused.Store(refused)
+			if e.retire() {
+				return
+			}
+		} else {
+			e.refused.Store(nil)
+		}
+	}
+	e.failBuffered()
+}
+
+// retire replaces the current client of a producer that refuses records by
+// a fresh one, which stays idle until records are sent again: the old one
+// would keep reconnecting to a bootstrap server of another cluster, which
+// the pin refuses, for as long as it holds records or topics. Closing it
+// fails the records it holds. It reports false if no client was made.
+func (e *engine) retire() bool {
+	if e.sess.Clients == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return false // Close closes the client
+	}
+	next, err := e.sess.Clients.NewClient()
+	if err != nil {
+		return false
+	}
+	e.failBuffered() // purged quietly, where closing would log each partition
+	c := e.cur.Load()
+	e.replaceLocked(c, next, c.gen)
+	return true
+}
+
+// failBuffered fails every record the current client still holds.
+func (e *engine) failBuffered() {
+	var topics []string
+	e.topics.Range(func(k, _ any) bool {
+		topics = append(topics, k.(string))
+		return true
+	})
+	e.cur.Load().cl.PurgeTopicsFromClient(topics...)
+}
+
+// noteTopic remembers a topic a pinned producer sent to: failBuffered
+// purges it.
+func (e *engine) noteTopic(topic string) {
+	if _, ok := e.topics.Load(topic); !ok {
+		e.topics.Store(topic, struct{}{})
+	}
+}
+
+// stillRefused reports whether records are still refused, starting a check
+// of the bootstrap servers now and then: the pinned cluster may come back
+// behind them, and no client of the producer talks to them meanwhile.
+func (e *engine) stillRefused() bool {
+	every := e.sess.Recheck
+	if every <= 0 {
+		every = defaultRecheck
+	}
+	now := time.Now().UnixNano()
+	if last := e.lastRecheck.Load(); now-last >= int64(every) && e.lastRecheck.CompareAndSwap(last, now) {
+		e.sess.Watch.Check(false)
+	}
+	if e.pinRefusal() == nil {
+		e.refused.Store(nil)
+		return false
+	}
+	return true
+}
+
+// recheckRefused fails, again, what the client holds if records became
+// refused while one was being given to it: the change's own purge may have
+// run just before.
+func (e *engine) recheckRefused() {
+	if e.pinned() && e.refused.Load() != nil {
+		e.failBuffered()
+	}
+}
+
+// afterFailure decides what a failed record becomes once any cluster check
+// in flight is over: the error it had, a cluster change (pinned), or a new
+// attempt on a client made for the new cluster.
+func (e *engine) afterFailure(r ref, err error) {
+	x := r.x
+	if errors.Is(err, kerr.UnknownTopicID) {
+		// A topic id that stopped matching is how a cluster moved behind
+		// the bootstrap address shows when no rebootstrap happened.
+		e.sess.Watch.Check(false)
+	}
+	now, interrupted := e.settleWatch(r.ctx())
+	if interrupted { // Close is closing the last client
+		deliver(x, err)
+		return
+	}
+	c := e.cur.Load()
+	swapped := c.seq != x.client() // another failure already moved on
+	switch {
+	case e.pinned() && e.sess.Clusters != nil:
+		// The change's callback ran before the verdict: refused says it.
+		if refused := e.refused.Load(); refused != nil {
+			deliver(x, changedError(x.rec.Topic, refused))
+		} else {
+			deliver(x, err)
+		}
+	case now == c.gen && !swapped:
+		deliver(x, err)
+	case e.pinned():
+		deliver(x, changedError(x.rec.Topic, &rebootstrap.ClusterChangedError{From: e.sess.Pin, To: e.cluster()}))
+	default:
+		if nerr := e.followChange(now, x.client()); nerr != nil {
+			deliver(x, errors.Join(err, nerr))
+			return
+		}
+		if e.txn.on {
+			// Its transaction is on the old cluster: it cannot move.
+			deliver(x, changedError(x.rec.Topic, e.txnBroken()))
+			return
+		}
+		e.resend(r, err)
+	}
+}
+
+// settleWatch waits for the cluster verdict as long as ctx and the producer
+// allow; interrupted is true when Close cut it short.
+func (e *engine) settleWatch(ctx context.Context) (gen uint64, interrupted bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(e.stop, cancel)()
+	gen = e.sess.Watch.Settle(ctx)
+	return gen, e.stop.Err() != nil
+}
+
+// resend gives a fresh copy of x to the current client: the old record
+// carries the old client's partition, offset and producer state. The
+// record's producer still counts it (the fresh copy's outcome is its
+// outcome).
+func (e *engine) resend(old ref, err error) {
+	x := old.x
+	r := &x.rec
+	fresh := newRef(&tag{ctx: old.ctx(), resent: true, m: x.tag.m}, x.done, r.Topic, r.Key, r.Value, r.Headers, r.Partition, r.Timestamp)
+	e.omu.Lock()
+	if e.shut {
+		e.omu.Unlock()
+		deliver(x, errors.Join(err, kgo.ErrClientClosed))
+		return
+	}
+	e.beginLocked() // ended by settle, once fresh's promise ran
+	e.omu.Unlock()
+	e.send(fresh)
+}
+
+// followChange makes a client for generation gen current, replacing the
+// client numbered old (the one a record failed on) if it still is. franz-go
+// keeps the old cluster's topic ids and producer id, so a fresh client is
+// the clean way to follow the change; the old one is closed, which fails
+// its other buffered records so that they come here too.
+func (e *engine) followChange(gen uint64, old uint32) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.cur.Load()
+	if c.seq != old || c.gen >= gen {
+		return nil
+	}
+	if e.closed.Load() {
+		return kgo.ErrClientClosed // no new client after Close
+	}
+	if e.sess.Clients == nil {
+		return errors.New("producer: follow the cluster change: this producer keeps its client")
+	}
+	next, err := e.sess.Clients.NewClient()
+	if err != nil {
+		return fmt.Errorf("producer: follow the cluster change: %w", err)
+	}
+	e.replaceLocked(c, next, gen)
+	return nil
+}
+
+// replaceLocked makes next, for generation gen, the client instead of c,
+// and closes c in the background; e.mu is held.
+func (e *engine) replaceLocked(c *current, next *kgo.Client, gen uint64) {
+	e.cur.Store(newCurrent(next, gen, c.seq+1))
+	e.omu.Lock()
+	e.beginLocked() // flush waits until the old client's records are back
+	started := e.goLocked(func() { defer e.end(); closeClient(c.cl) })
+	e.omu.Unlock()
+	if !started { // Close joined already; cannot be, as it waits for e.mu first
+		closeClient(c.cl)
+		e.end()
+	}
+}
+
+// closeClient closes cl and waits until it has called the promise of every
+// record it held: franz-go's Close fails them but calls their promises
+// afterwards, on a goroutine of its own. A closed client's Flush waits for
+// exactly that.
+func closeClient(cl *kgo.Client) {
+	cl.Close()
+	_ = cl.Flush(context.Background()) // cannot fail without a deadline
+}
