@@ -28,7 +28,7 @@ func ExampleClient() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	var adm *admin.Client
 	adm, err = f.Admin()
 	if err != nil {

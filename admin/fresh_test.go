@@ -29,7 +29,7 @@ func freshAdmin(t *testing.T) (adm, other *admin.Client, ctx context.Context) {
 	t.Cleanup(lc.Close)
 	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	adm, err = f.Admin(factory.KgoOpts(kgo.MetadataMinAge(time.Minute), kgo.MetadataMaxAge(time.Minute)))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, adm.Close(context.Background())) })
@@ -248,7 +248,7 @@ func TestBrokerReadsReachABroker(t *testing.T) {
 	defer lc.Close()
 	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	var writes metadataWrites
 	adm, err := f.Admin(factory.KgoOpts(kgo.MetadataMinAge(time.Minute), kgo.MetadataMaxAge(time.Minute), kgo.WithHooks(&writes)))
 	require.NoError(t, err)

@@ -36,7 +36,7 @@ func ExampleConsumer_Poll() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	adm, err := f.Admin()
 	if err != nil {
 		panic(err)
@@ -101,7 +101,7 @@ func ExampleConsumer_Assign() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := factory.NewProducer(f, producer.String(), producer.String(), factory.KgoOpts(kgo.RecordPartitioner(kgo.ManualPartitioner())))
 	if err != nil {
 		panic(err)
@@ -153,7 +153,7 @@ func ExampleConsumer_Records() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := factory.NewProducer(f, producer.String(), producer.String())
 	if err != nil {
 		panic(err)
@@ -210,7 +210,7 @@ func ExampleConsumer_AppendPoll() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := factory.NewProducer(f, producer.String(), producer.String())
 	if err != nil {
 		panic(err)
@@ -262,7 +262,7 @@ func ExampleConsumer_Poll_keep() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := factory.NewProducer(f, producer.String(), producer.String())
 	if err != nil {
 		panic(err)

@@ -33,7 +33,7 @@ func newGroupEnv(t *testing.T) *groupEnv {
 	t.Cleanup(cancel)
 	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
 	require.NoError(t, err)
-	t.Cleanup(func() { f.Close() })
+	t.Cleanup(func() { f.Close(context.Background()) })
 	adm, err := f.Admin()
 	require.NoError(t, err)
 	defer closeOK(t, adm)

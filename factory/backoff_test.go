@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestDefaultBackoffIsJavas(t *testing.T) {
 		t.Helper()
 		f, err := New(append([]Opt{BootstrapServers("127.0.0.1:1")}, opts...)...)
 		require.NoError(t, err)
-		defer f.Close()
+		defer f.Close(context.Background())
 		cl, err := f.KgoClient()
 		require.NoError(t, err)
 		defer cl.Close()

@@ -54,7 +54,7 @@ func BenchmarkProduceBuffered(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer f.Close()
+		defer f.Close(context.Background())
 		p, err := factory.NewProducer(f, producer.Bytes(), producer.Bytes())
 		if err != nil {
 			b.Fatal(err)

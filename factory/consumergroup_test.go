@@ -19,7 +19,7 @@ func TestRebalanceOptionRoles(t *testing.T) {
 	fn := func(context.Context, *consumer.Group, map[string][]int32) {}
 	f, err := New(BootstrapServers("127.0.0.1:1"), OnPartitionsRevoked(fn), BlockRebalanceOnPoll())
 	require.NoError(t, err, "any option may be part of the base")
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 
 	// A rebalance option given to an admin client or a producer does not
 	// compile: ConsumerOpt is neither an AdminOpt nor a ProducerOpt.

@@ -36,7 +36,7 @@ func quickStart(ctx context.Context, bootstrap string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 
 	adm, err := f.Admin()
 	if err != nil {
@@ -137,7 +137,7 @@ func ExampleFromProperties() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	fmt.Println(f != nil, err)
 
 	_, err = factory.FromProperties(map[string]string{"linger.ms": "soon"})
@@ -191,7 +191,7 @@ func ExampleWithObserver() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	adm, err := f.Admin()
 	if err != nil {
 		panic(err)
@@ -252,7 +252,7 @@ func ExampleFactory_WithToken() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 
 	handed, err := consistency.ParseToken(consistency.MustOf("example-cluster", lc.LogEnd()).Encode())
 	if err != nil {
@@ -262,7 +262,7 @@ func ExampleFactory_WithToken() {
 	if err != nil {
 		panic(err)
 	}
-	defer sess.Close()
+	defer sess.Close(context.Background())
 	fmt.Println("session waits for", sess.Token(), "- factory holds", f.Token())
 
 	_, err = f.WithToken(ctx, consistency.MustOf("example-cluster", 1<<40))

@@ -1,10 +1,12 @@
 package factory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -36,6 +38,10 @@ type Factory struct {
 	// s holds the runtime state: store, cluster watcher, emulator,
 	// shared producer clients, life (see internal/session).
 	s *session.Session
+	// closeOnce starts the session's Close once; closed is closed when
+	// it returned.
+	closeOnce sync.Once
+	closed    chan struct{}
 }
 
 // New returns a factory. The options are the base configuration of every
@@ -72,12 +78,29 @@ func New(opts ...Opt) (*Factory, error) {
 	return f, nil
 }
 
-// Close stops the factory's background cluster checks and waits for them
-// to return; from then on Admin, NewProducer, NewConsumer and KgoClient
-// return ErrClosed. It does not close the clients the factory made: close
-// each of them (before or after). Do not call it from an event observer,
-// which runs on the goroutine Close waits for.
-func (f *Factory) Close() { f.s.Close() }
+// Close stops the factory's background work (cluster checks, token
+// questions, the healer) and waits for it to return, or for ctx to end,
+// when it returns ctx's error wrapped and the rest finishes in the
+// background. From the start of Close, Admin, NewProducer, NewConsumer and
+// KgoClient return ErrClosed. It does not close the clients the factory
+// made: close each of them (before or after). Do not call it from an event
+// observer, which runs on a goroutine Close waits for. Close may be called
+// more than once; each call waits as the first.
+func (f *Factory) Close(ctx context.Context) error {
+	f.closeOnce.Do(func() {
+		f.closed = make(chan struct{})
+		go func() {
+			defer close(f.closed)
+			f.s.Close()
+		}()
+	})
+	select {
+	case <-f.closed:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("factory: close did not finish: %w", context.Cause(ctx))
+	}
+}
 
 // String describes the factory's base configuration. The SASL password is
 // never shown.

@@ -48,7 +48,7 @@ func TestPerClientPlaintextOverSSLBase(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f, err := New(base...)
 			require.NoError(t, err)
-			t.Cleanup(f.Close)
+			t.Cleanup(func() { _ = f.Close(context.Background()) })
 			cl, err := f.KgoClient(SecurityProtocol(Plaintext))
 			require.NoError(t, err)
 			defer cl.Close()
@@ -100,7 +100,7 @@ func TestDialTimeoutBoundsTLSHandshake(t *testing.T) {
 	f, err := New(BootstrapServers(ln.Addr().String()), TLS(&tls.Config{MinVersion: tls.VersionTLS12}),
 		KgoOpts(kgo.DialTimeout(300*time.Millisecond)))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	cl, err := f.KgoClient()
 	require.NoError(t, err)
 	defer cl.Close()
@@ -146,7 +146,7 @@ func TestKgoOptsCannotUndoGuarantees(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f, err := New(tc.base...)
 			require.NoError(t, err)
-			t.Cleanup(f.Close)
+			t.Cleanup(func() { _ = f.Close(context.Background()) })
 			cl, err := f.KgoClient(tc.client...)
 			if tc.want == "" {
 				require.NoError(t, err)
@@ -167,7 +167,7 @@ const password = "hunter2-Zq9"
 func TestFactoryPrintsNoPassword(t *testing.T) {
 	f, err := New(BootstrapServers("127.0.0.1:1"), SASL(Plain, "alice", password))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
 		out := fmt.Sprintf(verb, f)
 		require.NotContains(t, out, password, verb)

@@ -41,7 +41,7 @@ func ExampleHooks() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := factory.NewProducer(f, producer.String(), producer.String())
 	if err != nil {
 		panic(err)

@@ -70,7 +70,7 @@ func TestWrongPasswordFailsFast(t *testing.T) {
 			}
 		})))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	start := time.Now()
 
 	p, err := NewProducer(f, producer.String(), producer.String())
@@ -131,7 +131,7 @@ func TestUntrustedCAFailsFast(t *testing.T) {
 	// A pool without the broker's CA.
 	f, err := New(BootstrapServers(kc.ListenAddrs()...), TLS(&tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	p, err := NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
 	defer p.Close(context.Background())
@@ -150,7 +150,7 @@ func TestUntrustedCAFailsFast(t *testing.T) {
 func TestTLSToPlaintextFailsFast(t *testing.T) {
 	f, err := New(BootstrapServers(plaintextPort(t)), SecurityProtocol(SSL))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	adm, err := f.Admin()
 	require.NoError(t, err)
 	defer adm.Close(context.Background())
@@ -194,7 +194,7 @@ func plaintextPort(t *testing.T) string {
 func TestAuthWatchOnlyForBaseSecurity(t *testing.T) {
 	f, err := New(BootstrapServers("127.0.0.1:1"), SASL(ScramSHA256, "u", "wrong"))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	client := func(opts ...Opt) config {
 		cfg := f.base.clone()
 		for _, o := range opts {

@@ -84,7 +84,7 @@ func TestMisrouteTwoClusters(t *testing.T) {
 			f, err := New(BootstrapServers(realA), ClusterCheck(check), RetryBackoff(50*time.Millisecond),
 				KgoOpts(kgo.UnknownTopicRetries(1)))
 			require.NoError(t, err)
-			defer f.Close()
+			defer f.Close(context.Background())
 			p, err := NewProducer(f, producer.String(), producer.String())
 			require.NoError(t, err)
 			defer p.Close(context.Background())
@@ -152,7 +152,7 @@ func TestInconsistentClusterIDRebootstraps(t *testing.T) {
 	})
 	f, err := New(BootstrapServers(kc.ListenAddrs()...), RetryBackoff(20*time.Millisecond))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
 	defer p.Close(context.Background())
@@ -177,7 +177,7 @@ func TestMisroutedBrokerNotHammered(t *testing.T) {
 
 	f, err := New(BootstrapServers(realA))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
 	defer p.Close(context.Background())

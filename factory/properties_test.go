@@ -328,7 +328,7 @@ func TestPropertiesJavaNamesConnect(t *testing.T) {
 			require.NoError(t, err)
 			f, err := New(opts...)
 			require.NoError(t, err)
-			t.Cleanup(f.Close)
+			t.Cleanup(func() { _ = f.Close(context.Background()) })
 			adm, err := f.Admin()
 			require.NoError(t, err)
 			defer adm.Close(context.Background())
@@ -536,7 +536,7 @@ func TestJAASModuleFitsMechanism(t *testing.T) {
 	require.NoError(t, err)
 	f, err := New(append(opts, SASL(ScramSHA512, "u", "p"))...)
 	require.NoError(t, err)
-	f.Close()
+	f.Close(context.Background())
 }
 
 // FuzzParseJAAS: any input parses or fails with a sasl.jaas.config error;

@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -75,7 +76,7 @@ func TestMisrouteMoveFollowed(t *testing.T) {
 
 	f, err := New(BootstrapServers(realA))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
 	defer p.Close(ctx)

@@ -53,7 +53,7 @@ func TestBootstrapNameResolvedAgain(t *testing.T) {
 	}
 	f, err := New(BootstrapServers(fmt.Sprintf("kafka.test:%d", port)), Resolver(resolve), RetryBackoff(20*time.Millisecond))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
 	defer p.Close(context.Background())

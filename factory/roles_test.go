@@ -48,7 +48,7 @@ func TestOptionsForAnotherRole(t *testing.T) {
 
 	f, err := New(BootstrapServers("127.0.0.1:1"), GroupID("base"), RequiredAcks(LeaderAck), Linger(0), IsolationLevel(ReadCommitted))
 	require.NoError(t, err, "any option may be part of the base")
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 
 	// The base's role options reach only their role's clients.
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics("t"), AutoOffsetReset(ResetEarliest))
@@ -84,7 +84,7 @@ func TestClientSecurityReplacesBase(t *testing.T) {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	f, err := New(BootstrapServers("127.0.0.1:1"), TLS(tlsCfg), SASL(Plain, "base", "p"))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	for name, tc := range map[string]struct {
 		opts []Opt
 		want securityConfig
@@ -138,7 +138,7 @@ func TestHooksPerRole(t *testing.T) {
 			return nil
 		}))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	ctx := testkit.Ctx(t)
 
 	adm, err := f.Admin()

@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"context"
 	"crypto/tls"
 	"sync"
 	"sync/atomic"
@@ -36,7 +37,7 @@ func TestProducersShareOneClient(t *testing.T) {
 	closed := &closedClients{}
 	f, err := New(BootstrapServers(kc.ListenAddrs()...), Hooks(RoleProducer, closed))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	ctx := testkit.Ctx(t)
 
 	strs, err := NewProducer(f, producer.String(), producer.String())
@@ -142,7 +143,7 @@ func TestProducersShareOneClient(t *testing.T) {
 func TestProducerKeyDiffers(t *testing.T) {
 	f, err := New(BootstrapServers("127.0.0.1:1"), KgoOpts(kgo.ClientID("x")))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	key := func(opts ...ProducerOpt) (producerKey, bool) {
 		t.Helper()
 		cfg, err := f.clientConfig(RoleProducer, asOpts(opts))

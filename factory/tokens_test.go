@@ -21,7 +21,7 @@ func TestWithTokenStartsWatcher(t *testing.T) {
 	kc := newKfake(t, kfake.ClusterID("scoped-cluster"))
 	f, err := New(BootstrapServers(kc.ListenAddrs()...))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	ctx := testkit.Ctx(t)
 	scoped, err := f.WithToken(ctx, consistency.Unknown())
 	require.NoError(t, err)
@@ -50,7 +50,7 @@ func TestWithTokenClientsFollowClusterChange(t *testing.T) {
 	events := &eventLog{}
 	f, err := New(BootstrapServers(a.ListenAddrs()[0]), RetryBackoff(20*time.Millisecond), WithObserver(events))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	scoped, err := f.WithToken(ctx, consistency.Unknown())
 	require.NoError(t, err)
 	p, err := NewProducer(scoped, producer.String(), producer.String())

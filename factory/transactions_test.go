@@ -29,7 +29,7 @@ func txnCluster(t *testing.T) (*localcluster.Cluster, *Factory) {
 	t.Cleanup(lc.Close)
 	f, err := New(BootstrapServers(lc.Addrs()...), AutoOffsetReset(ResetEarliest))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	return lc, f
 }
 
@@ -103,7 +103,7 @@ func TestTransactionalSharing(t *testing.T) {
 	kc := newKfake(t, kfake.SeedTopics(1, "t"))
 	f, err := New(BootstrapServers(kc.ListenAddrs()...))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	ctx := testkit.Ctx(t)
 	mk := func(opts ...ProducerOpt) *producer.Producer[string, string] {
 		p, err := NewProducer(f, producer.String(), producer.String(), opts...)
@@ -130,7 +130,7 @@ func TestTransactionalSharing(t *testing.T) {
 func TestTransactionalOptions(t *testing.T) {
 	f, err := New(BootstrapServers("127.0.0.1:1"))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	_, err = NewProducer(f, producer.String(), producer.String(), TransactionalID("x"), Idempotence(false))
 	require.ErrorIs(t, err, ErrConfig)
 	require.ErrorContains(t, err, "transactional.id")
@@ -269,7 +269,7 @@ func TestTransactionClusterChange(t *testing.T) {
 	a := startOnPort(t, "cluster-a", port)
 	f, err := New(BootstrapServers(a.ListenAddrs()[0]), RetryBackoff(20*time.Millisecond))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := NewProducer(f, producer.String(), producer.String(), TransactionalID("move"))
 	require.NoError(t, err)
 	defer p.Close(context.Background())

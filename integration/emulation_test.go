@@ -109,7 +109,7 @@ func TestModes(t *testing.T) {
 			events := &modeEvents{}
 			f, err := factory.New(factory.BootstrapServers(c.Addrs()...), factory.Consistency(tc.mode), factory.WithObserver(events))
 			require.NoError(t, err)
-			defer f.Close()
+			defer f.Close(context.Background())
 			cl, err := f.KgoClient()
 			require.NoError(t, err)
 			defer cl.Close()
@@ -158,7 +158,7 @@ func TestEmulationOffWhereUnsupported(t *testing.T) {
 			events := &modeEvents{}
 			f, err := factory.New(factory.BootstrapServers(c.Addrs()...), factory.WithObserver(events))
 			require.NoError(t, err)
-			defer f.Close()
+			defer f.Close(context.Background())
 			cl, err := f.KgoClient()
 			require.NoError(t, err)
 			defer cl.Close()

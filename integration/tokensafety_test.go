@@ -50,7 +50,7 @@ func TestTokensFromOutsideAreChecked(t *testing.T) {
 			ctx := testkit.CtxFor(t, 20*time.Second)
 			f, err := factory.New(factory.BootstrapServers(c.Addrs()...))
 			require.NoError(t, err)
-			defer f.Close()
+			defer f.Close(context.Background())
 
 			future := consistency.MustOf(c.ClusterID(), 9_000_000_000_000_000_000)
 			foreign := consistency.MustOf("another-cluster", 3)
@@ -97,7 +97,7 @@ func TestSessionConfinesToken(t *testing.T) {
 	// Service A writes and hands its token over.
 	fa, err := factory.New(factory.BootstrapServers(c.Addrs()...))
 	require.NoError(t, err)
-	defer fa.Close()
+	defer fa.Close(context.Background())
 	admA, err := fa.Admin()
 	require.NoError(t, err)
 	defer admA.Close(context.Background())
@@ -110,10 +110,10 @@ func TestSessionConfinesToken(t *testing.T) {
 	// Service B reads with it, in a session.
 	fb, err := factory.New(factory.BootstrapServers(c.Addrs()...))
 	require.NoError(t, err)
-	defer fb.Close()
+	defer fb.Close(context.Background())
 	sess, err := fb.WithToken(ctx, tok)
 	require.NoError(t, err)
-	defer sess.Close()
+	defer sess.Close(context.Background())
 	cl, err := sess.KgoClient()
 	require.NoError(t, err)
 	defer cl.Close()
@@ -141,7 +141,7 @@ func TestPoisonedStoreHeals(t *testing.T) {
 			events := &healEvents{}
 			f, err := factory.New(factory.BootstrapServers(c.Addrs()...), factory.WithObserver(events))
 			require.NoError(t, err)
-			defer f.Close()
+			defer f.Close(context.Background())
 			adm, err := f.Admin()
 			require.NoError(t, err)
 			defer adm.Close(context.Background())
@@ -190,7 +190,7 @@ func TestRestoredClusterHeals(t *testing.T) {
 		require.NoError(t, created.Err)
 	}
 	adm.Close(context.Background())
-	f.Close()
+	f.Close(context.Background())
 	old.Close()
 	held := store.Load()
 	require.Greater(t, held.Offset(), int64(10))
@@ -202,7 +202,7 @@ func TestRestoredClusterHeals(t *testing.T) {
 	events := &healEvents{}
 	f, err = factory.New(factory.WithStore(store), factory.BootstrapServers(restored.Addrs()...), factory.WithObserver(events))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	adm, err = f.Admin()
 	require.NoError(t, err)
 	defer adm.Close(context.Background())
@@ -237,7 +237,7 @@ func TestProduceToBrokerStuckBehindIsBounded(t *testing.T) {
 			const bound = 15 * time.Second
 			f, err := factory.New(factory.BootstrapServers(c.Addrs()...), factory.DeliveryTimeout(bound), factory.RetryBackoff(50*time.Millisecond))
 			require.NoError(t, err)
-			defer f.Close()
+			defer f.Close(context.Background())
 			adm, err := f.Admin()
 			require.NoError(t, err)
 			defer adm.Close(context.Background())
@@ -285,7 +285,7 @@ func TestCancellationWhileBrokersHold(t *testing.T) {
 	ctx := testkit.CtxFor(t, 60*time.Second)
 	f, err := factory.New(factory.BootstrapServers(c.Addrs()...))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	adm, err := f.Admin()
 	require.NoError(t, err)
 	defer adm.Close(context.Background())

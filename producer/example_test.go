@@ -31,7 +31,7 @@ func ExampleProducer_Produce() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	adm, err := f.Admin()
 	if err != nil {
 		panic(err)
@@ -79,7 +79,7 @@ func ExampleProducer_ProduceAsync() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := factory.NewProducer(f, producer.String(), producer.JSON[any]())
 	if err != nil {
 		panic(err)

@@ -38,7 +38,7 @@ func BenchmarkSyncProduceRatio(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := factory.NewProducer(f, producer.Bytes(), producer.Bytes())
 	if err != nil {
 		b.Fatal(err)

@@ -1,6 +1,7 @@
 package rebootstrap_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -27,7 +28,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 
 	// What a pinned producer's Produce returns once the bootstrap servers
 	// answer for another cluster:

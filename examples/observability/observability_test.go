@@ -157,7 +157,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer o.f.Close()
+	defer o.f.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	parent, recs, closeClients, err := o.roundTrip(ctx, "orders", 4)
@@ -189,7 +189,7 @@ func TestObservability(t *testing.T) {
 	t.Cleanup(kc.Close)
 	o, err := newObserved(kc.ListenAddrs())
 	require.NoError(t, err)
-	t.Cleanup(o.f.Close)
+	t.Cleanup(func() { _ = o.f.Close(context.Background()) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 

@@ -373,7 +373,7 @@ func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	adm, err := f.Admin()
 	if err != nil {
 		return nil, err

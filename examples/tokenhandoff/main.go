@@ -241,7 +241,7 @@ func (b *serviceB) withToken(h func(http.ResponseWriter, *http.Request, *factory
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		defer sess.Close()
+		defer sess.Close(context.Background())
 		h(w, r, sess)
 	}
 }

@@ -244,7 +244,7 @@ func runConsume(ctx context.Context, where string, addrs []string, topic string,
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	res := &consumeResult{Where: where, Cfg: cfg}
 	t0 := time.Now()
 	// Warm-up: one untimed read each, so no timed read is the first to

@@ -425,7 +425,7 @@ func startMisrouteClients(ctx context.Context, seed string, cfg misrouteConfig) 
 	}
 	p, err := factory.NewProducer(f, producer.Bytes(), producer.Bytes())
 	if err != nil {
-		f.Close()
+		f.Close(context.Background())
 		return nil, err
 	}
 	topic := misrouteTopic(mFactory)
@@ -440,7 +440,7 @@ func startMisrouteClients(ctx context.Context, seed string, cfg misrouteConfig) 
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_ = p.Close(cctx)
-			f.Close()
+			f.Close(context.Background())
 		}})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
 	if err != nil {

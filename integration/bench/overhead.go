@@ -107,7 +107,7 @@ func newSenders(addrs []string, topic string, token consistency.Token, mode fact
 				done(err)
 			}
 		},
-		close: func() { _ = p.Close(context.Background()); f.Close() },
+		close: func() { _ = p.Close(context.Background()); f.Close(context.Background()) },
 		token: f.Token,
 	}
 	for _, v := range []int{vPlain, vControl} {

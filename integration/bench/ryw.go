@@ -65,20 +65,20 @@ func factoryRYW(addrs []string) (*rywClients, error) {
 	}
 	fkgo, err := f.KgoClient()
 	if err != nil {
-		f.Close()
+		f.Close(context.Background())
 		return nil, err
 	}
 	adm, err := f.Admin()
 	if err != nil {
 		fkgo.Close()
-		f.Close()
+		f.Close(context.Background())
 		return nil, err
 	}
 	p, err := factory.NewProducer(f, producer.Bytes(), producer.Bytes())
 	if err != nil {
 		adm.Close(context.Background())
 		fkgo.Close()
-		f.Close()
+		f.Close(context.Background())
 		return nil, err
 	}
 	c, err := factory.NewConsumer(f, consumer.Bytes(), consumer.Bytes())
@@ -86,7 +86,7 @@ func factoryRYW(addrs []string) (*rywClients, error) {
 		adm.Close(context.Background())
 		_ = p.Close(context.Background())
 		fkgo.Close()
-		f.Close()
+		f.Close(context.Background())
 		return nil, err
 	}
 	return &rywClients{
@@ -128,7 +128,7 @@ func factoryRYW(addrs []string) (*rywClients, error) {
 			_ = p.Close(context.Background())
 			adm.Close(context.Background())
 			fkgo.Close()
-			f.Close()
+			f.Close(context.Background())
 		},
 	}, nil
 }

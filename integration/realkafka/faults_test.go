@@ -81,7 +81,7 @@ func TestFaults(t *testing.T) {
 	f, err := factory.New(factory.BootstrapServers(c.BootstrapAddrs()...), factory.ClientID("faults"),
 		factory.AutoOffsetReset(factory.ResetEarliest), factory.Logger(slog.New(notes)))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	adm, err := f.Admin()
 	require.NoError(t, err)
 	defer adm.Close(context.Background())

@@ -50,7 +50,7 @@ func testKIP1242(t *testing.T, a, b *kafkatest.Cluster, fwd *kafkatest.Forwarder
 	f, err := factory.New(factory.BootstrapServers(aAddr), factory.ClientID(clientID),
 		factory.ClusterCheck(check), factory.RetryBackoff(50*time.Millisecond), factory.WithObserver(ev))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	p, err := factory.NewProducer(f, producer.String(), producer.String())
 	require.NoError(t, err)
 	defer closeProducer(p)

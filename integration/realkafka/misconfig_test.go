@@ -71,7 +71,7 @@ func testReauthGoodPath(t *testing.T, c *kafkatest.Cluster) {
 		factory.SASL(factory.ScramSHA512, alice.Name, alice.Password), factory.ClientID("misconfig-good"),
 		factory.AutoOffsetReset(factory.ResetEarliest), factory.Logger(slog.New(logs)), factory.WithObserver(ev))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	adm, err := f.Admin()
 	require.NoError(t, err)
 	defer adm.Close(context.Background())
@@ -136,7 +136,7 @@ func testReauthGoodPath(t *testing.T, c *kafkatest.Cluster) {
 		require.NoError(t, err, mech)
 		require.True(t, topics.Has(topic), mech)
 		adm.Close(context.Background())
-		f.Close()
+		f.Close(context.Background())
 	}
 }
 
@@ -248,7 +248,7 @@ func refuseFactory(mc misconfig, listener string) (refusal, uint64, error) {
 	if err != nil {
 		return r, 0, err
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	start := time.Now()
 	end := start.Add(refusalWindow)
 	ctx, cancel := context.WithDeadline(context.Background(), end)

@@ -127,7 +127,7 @@ func TestReadYourWritesOnKafka44(t *testing.T) {
 			}
 		})))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	fadm, err := f.Admin()
 	require.NoError(t, err)
 	defer fadm.Close(context.Background())

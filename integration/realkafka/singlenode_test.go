@@ -89,7 +89,7 @@ func testCompatibility(t *testing.T, a *kafkatest.Cluster, fwd *kafkatest.Forwar
 		// (ryw_test.go).
 		factory.Consistency(factory.ModeNative))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 
 	adm, err := f.Admin()
 	require.NoError(t, err)
