@@ -359,3 +359,13 @@ func (c *Cluster) AgentLog(id int32) ([]string, error) {
 	}
 	return out, nil
 }
+
+// DataDir returns node id's log directory (log.dirs), which holds its copy
+// of the metadata log, __cluster_metadata-0.
+func (c *Cluster) DataDir(id int32) (string, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(n.dir, "data"), nil
+}

@@ -71,6 +71,7 @@ public final class Kip1243 {
     private static final AtomicLong MISMATCHES = new AtomicLong();
     private static final AtomicLong INCONSISTENT = new AtomicLong();
     private static final AtomicLong STALE_SERVED = new AtomicLong();
+    private static final AtomicLong PARKS = new AtomicLong();
     private static final AtomicBoolean FIRST_STAMP = new AtomicBoolean();
     private static final int LOG_FIRST = 20;
 
@@ -244,6 +245,13 @@ public final class Kip1243 {
                         + ": its answer cannot carry INCONSISTENT_METADATA (" + n + " so far)");
                 }
                 return false;
+            }
+        }
+        if (!held.expired && held.timer == null) {
+            long n = PARKS.incrementAndGet();
+            if (n <= 10 * LOG_FIRST) {
+                Log.line("parked " + h.apiKey() + " v" + h.apiVersion() + " of " + h.clientId() + ": token " + st.token
+                    + ", applied " + APPLIED.get() + ", bound " + cfg.holdMs + " ms (" + n + " so far)");
             }
         }
         park(held);
