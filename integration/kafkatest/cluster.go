@@ -331,7 +331,13 @@ func (c *Cluster) boot(ctx context.Context, cfg config) error {
 		return fmt.Errorf("cluster directory: %w", err)
 	}
 	log4j := filepath.Join(c.dir, "log4j2.properties")
-	if err := os.WriteFile(log4j, []byte(log4jConfig), 0o644); err != nil {
+	l4j := log4jConfig
+	if c.agent != nil {
+		// Kafka logs a warning for every answer whose error code its Errors
+		// enum does not know, which INCONSISTENT_METADATA's is.
+		l4j += agentLog4j
+	}
+	if err := os.WriteFile(log4j, []byte(l4j), 0o644); err != nil {
 		return fmt.Errorf("write log4j config: %w", err)
 	}
 	for _, n := range c.nodes {

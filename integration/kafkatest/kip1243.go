@@ -40,6 +40,12 @@ var agentClasses = []string{
 	"org.apache.kafka.raft.KafkaRaftClient",
 }
 
+// agentLog4j quiets org.apache.kafka.common.protocol.Errors, which warns
+// "Unexpected error code" on every INCONSISTENT_METADATA answer.
+const agentLog4j = `logger.kip1243errors.name = org.apache.kafka.common.protocol.Errors
+logger.kip1243errors.level = error
+`
+
 // DefaultInconsistentMetadataCode is the provisional code of
 // INCONSISTENT_METADATA the agent answers with unless told otherwise
 // (KIP-1243 has no code upstream; Kafka 4.4's codes end at 136).

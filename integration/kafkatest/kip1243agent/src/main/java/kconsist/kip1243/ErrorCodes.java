@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.kafka.common.protocol.Message;
+import org.apache.kafka.common.protocol.MessageUtil;
 
 /**
  * Sets an error code Kafka's Errors enum does not know (INCONSISTENT_METADATA
@@ -19,6 +20,24 @@ final class ErrorCodes {
     private static final ConcurrentHashMap<Class<?>, List<Field>> FIELDS = new ConcurrentHashMap<>();
 
     private ErrorCodes() {}
+
+    /**
+     * Replaces placeholder by code in msg and reports whether the code is
+     * in what msg serializes to at version: a field that exists in the
+     * message class but not in that version (MetadataResponse's top-level
+     * ErrorCode before v13) carries nothing to the client. It serializes
+     * msg twice, with two codes, and compares.
+     */
+    static boolean setCarried(Message msg, short version, short placeholder, short code) throws IllegalAccessException {
+        short probe = code == 0x7001 ? (short) 0x7002 : (short) 0x7001;
+        if (replace(msg, placeholder, probe) == 0) {
+            return false;
+        }
+        java.nio.ByteBuffer withProbe = MessageUtil.toVersionPrefixedByteBuffer(version, msg);
+        replace(msg, probe, code);
+        java.nio.ByteBuffer withCode = MessageUtil.toVersionPrefixedByteBuffer(version, msg);
+        return !withProbe.equals(withCode);
+    }
 
     /** Replaces placeholder by code in msg and every message it holds; returns how many it replaced. */
     static int replace(Object msg, short placeholder, short code) throws IllegalAccessException {

@@ -281,6 +281,19 @@ public final class Kip1243 {
         return body instanceof ProduceRequest && ((ProduceRequest) body).acks() == 0;
     }
 
+    /**
+     * The API's own error answer to request with code in every place its
+     * getErrorResponse puts an error, or null when none of them reaches
+     * the client at the request's version.
+     */
+    private static AbstractResponse errorAnswer(Request request, AbstractRequest body, short code) throws IllegalAccessException {
+        AbstractResponse resp = body.getErrorResponse(0, new UnknownServerException("kip1243 placeholder"));
+        if (!ErrorCodes.setCarried(resp.data(), request.header().apiVersion(), Errors.UNKNOWN_SERVER_ERROR.code(), code)) {
+            return null;
+        }
+        return resp;
+    }
+
     /** Answers INCONSISTENT_METADATA, or returns false when the answer has no place for it. */
     private static boolean answerInconsistent(RequestChannel channel, Request request, long token) {
         try {
@@ -288,9 +301,8 @@ public final class Kip1243 {
             if (noAnswer(body)) {
                 return false;
             }
-            AbstractResponse resp = body.getErrorResponse(0, new UnknownServerException("kip1243 placeholder"));
-            int n = ErrorCodes.replace(resp.data(), Errors.UNKNOWN_SERVER_ERROR.code(), Settings.cfg.errorCode);
-            if (n == 0) {
+            AbstractResponse resp = errorAnswer(request, body, Settings.cfg.errorCode);
+            if (resp == null) {
                 return false;
             }
             channel.sendResponse(request, resp);
@@ -322,8 +334,8 @@ public final class Kip1243 {
             try {
                 AbstractRequest body = request.body();
                 if (!noAnswer(body)) {
-                    AbstractResponse resp = body.getErrorResponse(0, Errors.REBOOTSTRAP_REQUIRED.exception());
-                    if (resp.errorCounts().containsKey(Errors.REBOOTSTRAP_REQUIRED)) {
+                    AbstractResponse resp = errorAnswer(request, body, Errors.REBOOTSTRAP_REQUIRED.code());
+                    if (resp != null) {
                         channel.sendResponse(request, resp);
                         answered = true;
                     }

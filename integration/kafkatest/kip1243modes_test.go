@@ -1,0 +1,91 @@
+package kafkatest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/integration/kafkatest"
+)
+
+// TestKIP1243ErrorMode: in error mode a request whose token is ahead gets
+// INCONSISTENT_METADATA at once, with the configured code; a request whose
+// answer has no field for an error (an all-topics Metadata) is held up to
+// the stale bound, then served as it is.
+func TestKIP1243ErrorMode(t *testing.T) {
+	const code, staleHold = 4321, 3 * time.Second
+	c := kafkatest.Start(t, kafkatest.KIP1243(kafkatest.KIP1243Error(0), kafkatest.KIP1243ErrorCode(code), kafkatest.KIP1243StaleHold(staleHold)))
+	cid := c.ClusterID()
+	rc, err := dialRaw(c.BootstrapAddrs()[0])
+	require.NoError(t, err)
+	defer rc.Close()
+	_, st, err := rc.roundTrip(metadataReq(), nil, 10*time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, st)
+	far := st.token + 1_000_000
+
+	start := time.Now()
+	resp, got, err := rc.roundTrip(metadataReq("kip1243-any"), appendState(nil, &cid, far), 10*time.Second)
+	took := time.Since(start)
+	require.NoError(t, err)
+	require.Equal(t, int16(code), topicCode(resp, "kip1243-any"))
+	require.Less(t, got.token, far, "the header says how far the broker is")
+	require.Less(t, took, 2*time.Second, "answered at once, not held")
+
+	start = time.Now()
+	resp, _, err = rc.roundTrip(metadataReq(), appendState(nil, &cid, far), 3*staleHold)
+	stale := time.Since(start)
+	require.NoError(t, err)
+	require.Len(t, resp.(*kmsg.MetadataResponse).Brokers, 1, "served as it is")
+	require.GreaterOrEqual(t, stale, staleHold-200*time.Millisecond)
+	require.Less(t, stale, staleHold+5*time.Second)
+	t.Logf("INCONSISTENT_METADATA (%d) after %v; all-topics Metadata served after %v", code, took.Round(time.Microsecond), stale.Round(time.Millisecond))
+	logs, err := c.AgentLog(1)
+	require.NoError(t, err)
+	require.True(t, containsLine(logs, "answered INCONSISTENT_METADATA (4321) to METADATA", ""), "%v", logs)
+	require.True(t, containsLine(logs, "served METADATA", "cannot carry INCONSISTENT_METADATA"), "%v", logs)
+}
+
+// TestKIP1243TokensOff: with tokens off the agent is attached but the
+// broker is plain Kafka: no tag 0 in answers, request tokens ignored.
+func TestKIP1243TokensOff(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.KIP1243(kafkatest.KIP1243TokensOff(), kafkatest.KIP1243Hold(time.Minute)))
+	cid := c.ClusterID()
+	rc, err := dialRaw(c.BootstrapAddrs()[0])
+	require.NoError(t, err)
+	defer rc.Close()
+	resp, st, err := rc.roundTrip(metadataReq(), nil, 10*time.Second)
+	require.NoError(t, err)
+	require.Nil(t, st, "no tag 0")
+	require.Len(t, resp.(*kmsg.MetadataResponse).Brokers, 1)
+	start := time.Now()
+	_, st, err = rc.roundTrip(metadataReq("kip1243-any"), appendState(nil, &cid, 1<<40), 10*time.Second)
+	require.NoError(t, err)
+	require.Nil(t, st)
+	require.Less(t, time.Since(start), 10*time.Second, "not held for a minute")
+	logs, err := c.AgentLog(1)
+	require.NoError(t, err)
+	require.Zero(t, countLines(logs, "parked "))
+}
+
+// TestKIP1243AgentCannotAttach: an agent that misses a method it hooks
+// (as on another Kafka version) leaves the broker alone and says so, and
+// kafkatest refuses the cluster instead of testing plain Kafka.
+func TestKIP1243AgentCannotAttach(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kafkatest: real Apache Kafka tests are skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const hook = "org.apache.kafka.network.NoSuchClass#noSuchMethod"
+	c, err := kafkatest.StartCluster(ctx, kafkatest.KIP1243(kafkatest.KIP1243RequireHook(hook)))
+	require.Nil(t, c)
+	require.True(t, errors.Is(err, kafkatest.ErrAgent), "%v", err)
+	require.ErrorContains(t, err, "FAILED: this Kafka lacks the methods the agent hooks: "+hook)
+	require.ErrorContains(t, err, "the agent stays out of the way")
+	t.Logf("%v", err)
+}
