@@ -1,6 +1,7 @@
 package realkafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,8 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/kafkatest"
 )
@@ -103,6 +106,33 @@ func (h *headerTally) snapshot() (conns int, requests, flexible, tagged map[int1
 	return len(h.conns), cp(h.requests), cp(h.flexible), cp(h.tagged), cl, append([]error(nil), h.errs...)
 }
 
+// agentCluster starts three nodes with the KIP-1243 agent, each
+// advertised at a forwarder whose frames of clientID a headerTally counts;
+// it returns the forwarders' addresses as bootstrap servers.
+func agentCluster(t *testing.T, clientID string, settings ...kafkatest.KIP1243Setting) (*kafkatest.Cluster, []string, *headerTally) {
+	t.Helper()
+	var fwds []*kafkatest.Forwarder
+	opts := []kafkatest.Opt{kafkatest.Nodes(3), kafkatest.KIP1243(settings...)}
+	for id := int32(1); id <= 3; id++ {
+		fw, err := kafkatest.NewForwarder("")
+		require.NoError(t, err)
+		t.Cleanup(func() { fw.Close() })
+		fwds = append(fwds, fw)
+		opts = append(opts, kafkatest.AdvertisedAddr(id, fw.Addr()))
+	}
+	c := kafkatest.Start(t, opts...)
+	tally := newHeaderTally(clientID)
+	var seeds []string
+	for i, fw := range fwds {
+		addr, err := c.ListenerAddr(int32(i + 1))
+		require.NoError(t, err)
+		fw.SetTarget(addr)
+		fw.Observe(tally.observe)
+		seeds = append(seeds, fw.Addr())
+	}
+	return c, seeds, tally
+}
+
 // TestKIP1243NativeOnKafka44 runs three Kafka 4.4.0 nodes taught KIP-1243
 // by the agent (kafkatest.KIP1243, hold mode) and a factory in native
 // mode, which learns tokens from response headers only: its metadata
@@ -113,29 +143,9 @@ func (h *headerTally) snapshot() (conns int, requests, flexible, tagged map[int1
 // broker, and the factory sends no DescribeQuorum and no ApiVersions
 // beyond the one each connection starts with.
 func TestKIP1243NativeOnKafka44(t *testing.T) {
-	var fwds []*kafkatest.Forwarder
-	opts := []kafkatest.Opt{kafkatest.Nodes(3), kafkatest.KIP1243()}
-	for id := int32(1); id <= 3; id++ {
-		fw, err := kafkatest.NewForwarder("")
-		require.NoError(t, err)
-		t.Cleanup(func() { fw.Close() })
-		fwds = append(fwds, fw)
-		opts = append(opts, kafkatest.AdvertisedAddr(id, fw.Addr()))
-	}
-	c := kafkatest.Start(t, opts...)
-	var seeds []string
-	for i, fw := range fwds {
-		addr, err := c.ListenerAddr(int32(i + 1))
-		require.NoError(t, err)
-		fw.SetTarget(addr)
-		seeds = append(seeds, fw.Addr())
-	}
+	c, seeds, tally := agentCluster(t, "native")
 	ctx := testCtx(t, 5*time.Minute)
 	ids := c.NodeIDs()
-	tally := newHeaderTally("native")
-	for _, fw := range fwds {
-		fw.Observe(tally.observe)
-	}
 
 	f := nativeFactory(t, seeds, "native")
 	fadm, err := f.Admin()
@@ -146,17 +156,63 @@ func TestKIP1243NativeOnKafka44(t *testing.T) {
 	defer fkgo.Close()
 	plain := plainClient(t, c)
 
-	sides := []*rywSide{
+	sides, retried := runRYW(t, ctx, ids, fadm, fkgo, plain, "native")
+	require.Zero(t, retried, "in hold mode no read is answered INCONSISTENT_METADATA")
+	conns, requests, flexible, tagged, clusters, errs := tally.snapshot()
+	t.Logf("factory on the wire: %d connections; requests %v; flexible responses %d, with tag 0 %d (%v); factory %+v, token %v",
+		conns, requests, sum(flexible), sum(tagged), clusters, f.Stats(), f.Token())
+	require.Zero(t, sides[0].staleTotal(), "the factory read an answer older than its own write")
+	require.Positive(t, sides[1].staleTotal(), "plain franz-go saw no stale answer: the test shows nothing")
+	require.Empty(t, errs)
+	require.Greater(t, sum(flexible), 100)
+	require.Equal(t, flexible, tagged, "every flexible response the factory read carries tag 0")
+	require.Equal(t, map[string]int{c.ClusterID(): sum(tagged)}, clusters)
+	require.Zero(t, requests[55], "DescribeQuorum probes")
+	require.LessOrEqual(t, requests[18], conns, "ApiVersions beyond one per connection")
+	require.Positive(t, f.Stats().TokensAdvanced, "the factory learnt tokens from headers")
+	require.Equal(t, c.ClusterID(), f.Token().ClusterID())
+}
+
+// runRYW makes metadata writes (create, create-partitions, alter-config,
+// delete) through the factory's admin client and through plain franz-go,
+// and reads each back at once from every broker with the same side's
+// client, for at least 15 trials and until plain franz-go has read a stale
+// answer (at most 60). sides[0] is the factory, sides[1] plain franz-go.
+//
+// The reads go to one broker each (kgo.Client.Broker), which kgo never
+// retries: an INCONSISTENT_METADATA answer (error mode) reaches the caller
+// as consistency.ErrInconsistentMetadata, and the read is sent again, as
+// an application asking that broker would; retried counts those.
+func runRYW(t *testing.T, ctx context.Context, ids []int32, fadm rywAdmin, fkgo, plain *kgo.Client, prefix string) (sides []*rywSide, retried int) {
+	sides = []*rywSide{
 		{name: "factory", adm: fadm, kgo: fkgo},
 		{name: "plain kgo", adm: kadm.NewClient(plain), kgo: plain},
 	}
 	for _, s := range sides {
 		s.reads, s.stale = map[string]int{}, map[string]int{}
 	}
+	again := func(s *rywSide, read func() error, what string, args ...any) {
+		for {
+			err := read()
+			if s.name == "factory" && errors.Is(err, consistency.ErrInconsistentMetadata) && ctx.Err() == nil {
+				retried++
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			require.NoError(t, err, append([]any{what}, args...)...)
+			return
+		}
+	}
 	readAll := func(s *rywSide, op, topic string, want func(known bool, parts int) bool) {
 		for _, id := range ids {
-			known, parts, err := topicOn(ctx, s.kgo, id, topic)
-			require.NoError(t, err, "%s: %s: Metadata from broker %d", s.name, op, id)
+			var (
+				known bool
+				parts int
+			)
+			again(s, func() (err error) {
+				known, parts, err = topicOn(ctx, s.kgo, id, topic)
+				return err
+			}, "%s: %s: Metadata from broker %d", s.name, op, id)
 			s.saw(op, want(known, parts))
 		}
 	}
@@ -178,7 +234,7 @@ func TestKIP1243NativeOnKafka44(t *testing.T) {
 		}
 	}
 	trial := func(s *rywSide, i int) {
-		topic := fmt.Sprintf("native-%d-%s", i, map[string]string{"factory": "f", "plain kgo": "p"}[s.name])
+		topic := fmt.Sprintf("%s-%d-%s", prefix, i, map[string]string{"factory": "f", "plain kgo": "p"}[s.name])
 		must(s, "create", func() error {
 			created, err := s.adm.CreateTopic(ctx, 1, 3, nil, topic)
 			if err == nil {
@@ -209,8 +265,11 @@ func TestKIP1243NativeOnKafka44(t *testing.T) {
 			return nil
 		})
 		for _, id := range ids {
-			got, err := configOn(ctx, s.kgo, id, topic, "retention.ms")
-			require.NoError(t, err)
+			var got string
+			again(s, func() (err error) {
+				got, err = configOn(ctx, s.kgo, id, topic, "retention.ms")
+				return err
+			}, "%s: alter-config: DescribeConfigs from broker %d", s.name, id)
 			s.saw("alter-config", got == want)
 		}
 		must(s, "delete", func() error {
@@ -232,17 +291,50 @@ func TestKIP1243NativeOnKafka44(t *testing.T) {
 	for _, s := range sides {
 		t.Logf("%-9s: %d stale of %d answers after %d trials: %v (reads %v)", s.name, s.staleTotal(), sumOf(s.reads), i, s.stale, s.reads)
 	}
-	conns, requests, flexible, tagged, clusters, errs := tally.snapshot()
-	t.Logf("factory on the wire: %d connections; requests %v; flexible responses %d, with tag 0 %d (%v); factory %+v, token %v",
-		conns, requests, sum(flexible), sum(tagged), clusters, f.Stats(), f.Token())
+	return sides, retried
+}
+
+// TestKIP1243NativeErrorModeOnKafka44 is TestKIP1243NativeOnKafka44 with
+// the agent in error mode: a broker behind the token a request carries
+// answers INCONSISTENT_METADATA at once, and the factory must retry those
+// answers until a broker has caught up, still reading nothing stale.
+func TestKIP1243NativeErrorModeOnKafka44(t *testing.T) {
+	c, seeds, tally := agentCluster(t, "native-error", kafkatest.KIP1243Error(0))
+	ctx := testCtx(t, 5*time.Minute)
+	f := nativeFactory(t, seeds, "native-error")
+	fadm, err := f.Admin()
+	require.NoError(t, err)
+	defer fadm.Close()
+	fkgo, err := f.KgoClient()
+	require.NoError(t, err)
+	defer fkgo.Close()
+	plain := plainClient(t, c)
+
+	sides, retried := runRYW(t, ctx, c.NodeIDs(), fadm, fkgo, plain, "native-error")
+	answered := 0
+	for _, id := range c.NodeIDs() {
+		lines, err := c.AgentLog(id)
+		require.NoError(t, err)
+		for _, l := range lines {
+			if strings.HasPrefix(l, "answered INCONSISTENT_METADATA") && strings.Contains(l, "of native-error") {
+				answered++
+			}
+		}
+	}
+	_, requests, flexible, tagged, _, errs := tally.snapshot()
+	st := f.Stats()
+	t.Logf("factory %+v; reads sent again after INCONSISTENT_METADATA: %d; the brokers logged %d such answers to it (they log their first 20 each); requests %v; flexible responses %d, with tag 0 %d",
+		st, retried, answered, requests, sum(flexible), sum(tagged))
 	require.Zero(t, sides[0].staleTotal(), "the factory read an answer older than its own write")
-	require.Positive(t, sides[1].staleTotal(), "plain franz-go saw no stale answer in %d trials: the test shows nothing", i)
+	require.Positive(t, sides[1].staleTotal(), "plain franz-go saw no stale answer: the test shows nothing")
+	require.Positive(t, answered, "no broker answered INCONSISTENT_METADATA: the test shows nothing")
+	require.Positive(t, st.InconsistentMetadata, "the factory saw the INCONSISTENT_METADATA answers")
 	require.Empty(t, errs)
-	require.Greater(t, sum(flexible), 100)
-	require.Equal(t, flexible, tagged, "every flexible response the factory read carries tag 0")
-	require.Equal(t, map[string]int{c.ClusterID(): sum(tagged)}, clusters)
-	require.Zero(t, requests[55], "DescribeQuorum probes")
-	require.LessOrEqual(t, requests[18], conns, "ApiVersions beyond one per connection")
-	require.Positive(t, f.Stats().TokensAdvanced, "the factory learnt tokens from headers")
-	require.Equal(t, c.ClusterID(), f.Token().ClusterID())
+	require.Equal(t, flexible, tagged)
+	// Each INCONSISTENT_METADATA answer fails the factory's connection (so
+	// that kgo retries), which costs a new connection and its ApiVersions,
+	// and the factory's healer checks its token against the committed
+	// offset (DescribeQuorum, at most once a second): both are the SDK's
+	// design, reported here, not asserted.
+	t.Logf("cost of error mode to the factory: %d ApiVersions, %d DescribeQuorum", requests[18], requests[55])
 }
