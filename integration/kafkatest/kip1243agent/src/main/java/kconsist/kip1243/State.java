@@ -73,6 +73,14 @@ final class State {
      * offset).
      */
     static long responseToken(ByteBuffer b) {
+        try {
+            return responseTokenOrThrow(b);
+        } catch (IllegalArgumentException e) {
+            return -1;
+        }
+    }
+
+    private static long responseTokenOrThrow(ByteBuffer b) {
         if (b.remaining() < 4) {
             return -1;
         }
