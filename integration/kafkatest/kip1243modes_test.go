@@ -3,6 +3,7 @@ package kafkatest_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -12,12 +13,14 @@ import (
 	"github.com/kconsist/kconsist/integration/kafkatest"
 )
 
+const code4321 = 4321
+
 // TestKIP1243ErrorMode: in error mode a request whose token is ahead gets
 // INCONSISTENT_METADATA at once, with the configured code; a request whose
 // answer has no field for an error (an all-topics Metadata) is held up to
 // the stale bound, then served as it is.
 func TestKIP1243ErrorMode(t *testing.T) {
-	const code, staleHold = 4321, 3 * time.Second
+	const code, staleHold = code4321, 3 * time.Second
 	c := kafkatest.Start(t, kafkatest.KIP1243(kafkatest.KIP1243Error(0), kafkatest.KIP1243ErrorCode(code), kafkatest.KIP1243StaleHold(staleHold)))
 	cid := c.ClusterID()
 	rc, err := dialRaw(c.BootstrapAddrs()[0])
@@ -44,6 +47,50 @@ func TestKIP1243ErrorMode(t *testing.T) {
 	require.GreaterOrEqual(t, stale, staleHold-200*time.Millisecond)
 	require.Less(t, stale, staleHold+5*time.Second)
 	t.Logf("INCONSISTENT_METADATA (%d) after %v; all-topics Metadata served after %v", code, took.Round(time.Microsecond), stale.Round(time.Millisecond))
+	// Random tag 0 payloads (a fixed seed, so a failure replays): each
+	// request is answered, on the same connection, by the agent's parser
+	// serving it as untagged (malformed), refusing it (another cluster),
+	// answering 4321 (a token ahead) or serving it (a token behind).
+	const seed, n = 1243, 500
+	rng := rand.New(rand.NewPCG(seed, seed))
+	outcomes := map[string]int{}
+	for i := range n {
+		var payload []byte
+		switch i % 4 {
+		case 0: // random bytes
+			payload = make([]byte, rng.IntN(40))
+			for j := range payload {
+				payload[j] = byte(rng.UintN(256))
+			}
+		case 1: // a valid state, random token, this cluster or none
+			id := &cid
+			if rng.IntN(2) == 0 {
+				id = nil
+			}
+			payload = appendState(nil, id, int64(rng.Uint64()))
+		case 2: // a valid state cut short
+			full := appendState(nil, &cid, int64(rng.Uint64()))
+			payload = full[:rng.IntN(len(full))]
+		case 3: // another cluster
+			other := kafkatest.NewClusterID()
+			payload = appendState(nil, &other, int64(rng.IntN(100)))
+		}
+		resp, got, err := rc.roundTrip(metadataReq("kip1243-any"), payload, 10*time.Second)
+		require.NoError(t, err, "payload %x", payload)
+		require.NotNil(t, got)
+		switch code := topicCode(resp, "kip1243-any"); code {
+		case 3: // UNKNOWN_TOPIC_OR_PARTITION: served
+			outcomes["served"]++
+		case 129:
+			outcomes["REBOOTSTRAP_REQUIRED"]++
+		case code4321:
+			outcomes["INCONSISTENT_METADATA"]++
+		default:
+			t.Fatalf("payload %x: topic error code %d", payload, code)
+		}
+	}
+	t.Logf("%d random tag 0 payloads (seed %d): %v", n, seed, outcomes)
+
 	logs, err := c.AgentLog(1)
 	require.NoError(t, err)
 	require.True(t, containsLine(logs, "answered INCONSISTENT_METADATA (4321) to METADATA", ""), "%v", logs)
