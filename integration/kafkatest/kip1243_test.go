@@ -102,16 +102,27 @@ func TestKIP1243ThreeNodes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, int64(n), count, "every record produced once")
 
+		// A few admin reads through the tapped client too.
+		tadm := kadm.NewClient(cl)
+		_, err = tadm.ListEndOffsets(ctx, topic)
+		require.NoError(t, err)
+		_, err = tadm.DescribeTopicConfigs(ctx, topic)
+		require.NoError(t, err)
+		_, err = tadm.DescribeGroups(ctx, "kip1243-plain-group")
+		require.NoError(t, err)
+		_, err = tadm.ListTopics(ctx)
+		require.NoError(t, err)
+
 		got := tap.counts()
 		t.Logf("requests: %s", byName(got.requests))
 		t.Logf("flexible responses: %s (%d)", byName(got.flexible), total(got.flexible))
 		t.Logf("with tag 0:         %s (%d); cluster ids %v; highest token %d", byName(got.tagged), total(got.tagged), got.clusterIDs, got.maxToken)
 		require.Empty(t, got.errs)
-		require.Greater(t, total(got.flexible), 20)
+		require.GreaterOrEqual(t, total(got.flexible), 20)
 		require.Equal(t, got.flexible, got.tagged, "every flexible response carries tag 0")
 		require.Equal(t, map[string]int{cid: total(got.tagged)}, got.clusterIDs, "every tag names this cluster")
 		require.Positive(t, got.maxToken)
-		for _, key := range []int16{0, 1, 3, 19} { // Produce, Fetch, Metadata, CreateTopics
+		for _, key := range []int16{0, 1, 2, 3, 15, 19, 32} { // Produce, Fetch, ListOffsets, Metadata, DescribeGroups, CreateTopics, DescribeConfigs
 			require.Positive(t, got.tagged[key], "%s answered with tag 0", kmsg.NameForKey(key))
 		}
 	})
@@ -349,6 +360,16 @@ func TestKIP1243ThreeNodes(t *testing.T) {
 		logs, err := c.AgentLog(2)
 		require.NoError(t, err)
 		require.True(t, containsLine(logs, "refused CREATE_TOPICS", "names cluster "+foreign), "the agent logged the refusal")
+
+		// An all-topics Metadata v12 has no field for the error: the
+		// connection is closed instead of answering an empty success.
+		all, err := dialRaw(addr)
+		require.NoError(t, err)
+		defer all.Close()
+		_, _, err = all.roundTrip(metadataReq(), appendState(nil, &foreign, 0), 10*time.Second)
+		require.Error(t, err)
+		var ne net.Error
+		require.False(t, errors.As(err, &ne) && ne.Timeout(), "closed, not left hanging: %v", err)
 	})
 
 	// A tag 0 that does not decode is ignored (the request is served) and
@@ -387,6 +408,23 @@ func TestKIP1243ThreeNodes(t *testing.T) {
 		resp, _, err := rc.roundTrip(metadataReq(topic), nil, 10*time.Second)
 		require.NoError(t, err)
 		require.Zero(t, topicCode(resp, topic), "the broker serves other connections")
+	})
+
+	// A restarted node comes back with the agent, checked by Restart.
+	t.Run("Restart", func(t *testing.T) {
+		require.NoError(t, c.Restart(3))
+		addr, err := c.ListenerAddr(3)
+		require.NoError(t, err)
+		rc, err := dialRaw(addr)
+		require.NoError(t, err)
+		defer rc.Close()
+		_, st, err := rc.roundTrip(metadataReq(), nil, 10*time.Second)
+		require.NoError(t, err)
+		require.NotNil(t, st)
+		require.Equal(t, cid, *st.clusterID)
+		logs, err := c.AgentLog(3)
+		require.NoError(t, err)
+		require.Equal(t, 2, countLines(logs, "READY"), "one READY per run")
 	})
 }
 

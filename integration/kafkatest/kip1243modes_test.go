@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"testing"
 	"time"
 
@@ -135,4 +136,29 @@ func TestKIP1243AgentCannotAttach(t *testing.T) {
 	require.ErrorContains(t, err, "FAILED: this Kafka lacks the methods the agent hooks: "+hook)
 	require.ErrorContains(t, err, "the agent stays out of the way")
 	t.Logf("%v", err)
+}
+
+// TestKIP1243CloseOnMismatch: with mismatch=close a request naming another
+// cluster gets no answer: its connection is closed, and nothing is done.
+func TestKIP1243CloseOnMismatch(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.KIP1243(kafkatest.KIP1243CloseOnMismatch()))
+	cid, foreign := c.ClusterID(), kafkatest.NewClusterID()
+	addr := c.BootstrapAddrs()[0]
+	rc, err := dialRaw(addr)
+	require.NoError(t, err)
+	defer rc.Close()
+	_, _, err = rc.roundTrip(createTopicsReq("kip1243-closed", 1, 1), appendState(nil, &foreign, 0), 10*time.Second)
+	require.Error(t, err)
+	var ne net.Error
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "closed, not left hanging: %v", err)
+	ok, err := dialRaw(addr)
+	require.NoError(t, err)
+	defer ok.Close()
+	m, st, err := ok.roundTrip(metadataReq("kip1243-closed"), appendState(nil, &cid, 0), 10*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, cid, *st.clusterID)
+	require.Equal(t, int16(3), topicCode(m, "kip1243-closed"), "the topic was not created")
+	logs, err := c.AgentLog(1)
+	require.NoError(t, err)
+	require.True(t, containsLine(logs, "refused CREATE_TOPICS", "closed the connection"), "%v", logs)
 }
