@@ -38,6 +38,7 @@ var agentClasses = []string{
 	"org.apache.kafka.common.requests.RequestContext",
 	"org.apache.kafka.server.ForwardingManagerImpl",
 	"org.apache.kafka.raft.KafkaRaftClient",
+	"org.apache.kafka.network.Request",
 }
 
 // agentLog4j quiets org.apache.kafka.common.protocol.Errors, which warns

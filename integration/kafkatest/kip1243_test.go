@@ -214,6 +214,32 @@ func TestKIP1243ThreeNodes(t *testing.T) {
 		require.Zero(t, staleWith, "a read carrying the write's token saw it on every broker")
 	})
 
+	// A write held until the broker catches up is then forwarded to the
+	// controller like any other: the handler must not have freed its
+	// buffer when it parked it.
+	t.Run("HeldWriteForwarded", func(t *testing.T) {
+		const topic = "kip1243-held-write"
+		addr, err := c.ListenerAddr(3)
+		require.NoError(t, err)
+		rc, err := dialRaw(addr)
+		require.NoError(t, err)
+		defer rc.Close()
+		_, st, err := rc.roundTrip(metadataReq(), nil, 10*time.Second)
+		require.NoError(t, err)
+		before := parkedLines(t, c, 3)
+		// A few offsets ahead: the controller's no-op records (every
+		// 500ms) bring the broker there soon.
+		start := time.Now()
+		resp, got, err := rc.roundTrip(createTopicsReq(topic, 1, 3), appendState(nil, &cid, st.token+3), 2*holdBound)
+		took := time.Since(start)
+		require.NoError(t, err)
+		code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
+		require.Zero(t, code, "held, then created: %v", kerr.ErrorForCode(code))
+		require.GreaterOrEqual(t, got.token, st.token+3)
+		require.Equal(t, 1, parkedLines(t, c, 3)-before, "it was parked")
+		t.Logf("CreateTopics carrying token %d (broker at %d) parked and created in %v; answer's token %d", st.token+3, st.token, took.Round(time.Millisecond), got.token)
+	})
+
 	// Requests held for a token far ahead are parked, not slept on: with
 	// num.io.threads=2 (kafkatest's default) and ten held requests, an
 	// untagged Metadata and a Produce from another client answer as fast

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/integration/checker"
 	"github.com/kconsist/kconsist/integration/kafkatest"
 )
 
@@ -337,4 +338,52 @@ func TestKIP1243NativeErrorModeOnKafka44(t *testing.T) {
 	// offset (DescribeQuorum, at most once a second): both are the SDK's
 	// design, reported here, not asserted.
 	t.Logf("cost of error mode to the factory: %d ApiVersions, %d DescribeQuorum", requests[18], requests[55])
+}
+
+// TestKIP1243CheckerOnKafka44 runs the read-your-writes and
+// monotonic-reads checker (integration/checker) on three nodes taught
+// KIP-1243 by the agent: the factory's clients (ModeAuto, which takes the
+// brokers' own tokens where they send them) must break no rule over 2,000
+// operations; plain kgo/kadm clients run the same workload on the same
+// cluster, their count reported.
+func TestKIP1243CheckerOnKafka44(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Nodes(3), kafkatest.KIP1243())
+	ctx := testCtx(t, 6*time.Minute)
+	counts := map[checker.Mode]checker.Report{}
+	for _, mode := range []checker.Mode{checker.ModeFactory, checker.ModePlain} {
+		res, err := checker.Run(ctx, checker.Config{Seed: 1243, Mode: mode, Ops: 2000, Goroutines: 4,
+			Addrs: c.BootstrapAddrs(), BypassAdminCache: true})
+		require.NoError(t, err, "%s", mode)
+		rep := res.Report
+		t.Logf("%s: ops=%d views=%d unjudged=%d acked=%d consumed=%d violations=%d (read-your-writes %d, monotonic %d) token=%d in %v",
+			mode, res.ClientOps, rep.Views, rep.Unjudged, rep.Acked, rep.Consumed, len(rep.Violations),
+			rep.Count(checker.ReadYourWrites), rep.Count(checker.MonotonicReads), res.Token, res.Elapsed.Round(time.Millisecond))
+		errs := map[string]int{}
+		for _, op := range res.History.Ops {
+			if op.Outcome == checker.Unknown {
+				e := op.Err
+				if len(e) > 120 {
+					e = e[:120]
+				}
+				errs[fmt.Sprintf("%v: %s", op.Kind, e)]++
+			}
+		}
+		t.Logf("%s: operations of unknown outcome: %v", mode, errs)
+		for e := range errs {
+			// What a broker's own failure looks like (a held write
+			// forwarded without its buffer answered this).
+			require.NotContains(t, e, "UNKNOWN_SERVER_ERROR", "%s", mode)
+		}
+		require.GreaterOrEqual(t, res.ClientOps, 2000)
+		require.Greater(t, rep.Views, 1000, "%s", mode)
+		require.Zero(t, rep.Count(checker.WellFormed), "%s: %v", mode, rep.Violations)
+		require.Zero(t, rep.Count(checker.NoLoss)+rep.Count(checker.NoDuplication), "%s: %v", mode, rep.Violations)
+		counts[mode] = rep
+	}
+	for _, v := range counts[checker.ModeFactory].Violations {
+		t.Errorf("factory: %v", v)
+	}
+	plain := counts[checker.ModePlain]
+	t.Logf("plain kgo on the same cluster: %d read-your-writes and %d monotonic-reads violations over %d views",
+		plain.Count(checker.ReadYourWrites), plain.Count(checker.MonotonicReads), plain.Views)
 }

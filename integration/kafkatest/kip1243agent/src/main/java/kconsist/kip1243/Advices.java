@@ -71,6 +71,20 @@ final class Advices {
         }
     }
 
+    /**
+     * Request#releaseBuffer(): skipped while the request is parked. The
+     * handler thread releases a request's buffer when KafkaApis.handle
+     * returns, and a parked request still needs it: a forwarded write is
+     * sent to the controller from that buffer (without this, held
+     * CreateTopics came back UNKNOWN_SERVER_ERROR).
+     */
+    static final class KeepBuffer {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class, suppress = Throwable.class)
+        static boolean enter(@Advice.This Request request) {
+            return Kip1243.isHeld(request);
+        }
+    }
+
     /** KafkaRaftClient constructors: keep the instance for its high watermark. */
     static final class RaftClient {
         @Advice.OnMethodExit(suppress = Throwable.class)

@@ -95,6 +95,7 @@ public final class Agent {
         h.add(new Hook("org.apache.kafka.server.ForwardingManagerImpl", "parseResponse", A + "ForwardedResponse",
             "java.nio.ByteBuffer", "org.apache.kafka.common.requests.AbstractRequest", "org.apache.kafka.common.requests.RequestHeader"));
         h.add(new Hook("org.apache.kafka.raft.KafkaRaftClient", "<init>", A + "RaftClient", (String[]) null));
+        h.add(new Hook("org.apache.kafka.network.Request", "releaseBuffer", A + "KeepBuffer", new String[0]));
         return h;
     }
 

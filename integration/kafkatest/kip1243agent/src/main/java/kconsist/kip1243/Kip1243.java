@@ -19,7 +19,6 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import kafka.network.RequestChannel;
 import org.apache.kafka.common.errors.UnknownServerException;
-import org.apache.kafka.common.memory.MemoryPool;
 import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.protocol.types.RawTaggedField;
@@ -61,6 +60,7 @@ public final class Kip1243 {
     private static final Map<Request, Held> HELD = new IdentityHashMap<>();
     private static final PriorityQueue<Held> BY_TOKEN = new PriorityQueue<>(Comparator.comparingLong(h -> h.token));
     private static final AtomicInteger PARKED = new AtomicInteger();
+    private static final AtomicInteger HELD_COUNT = new AtomicInteger(); // size of HELD, read without the lock
     private static final ScheduledExecutorService REQUEUE = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "kip1243-requeue");
         t.setDaemon(true);
@@ -222,8 +222,7 @@ public final class Kip1243 {
         if (held == null) {
             held = new Held(request, apis.requestChannel(), st.token, now, now + TimeUnit.MILLISECONDS.toNanos(cfg.holdMs));
         }
-        boolean mayPark = request.memoryPool() == MemoryPool.NONE;
-        if (held.expired || now - held.deadline >= 0 || !mayPark) {
+        if (held.expired || now - held.deadline >= 0) {
             held.expired = false;
             if (!held.errorTried) {
                 held.errorTried = true;
@@ -236,7 +235,7 @@ public final class Kip1243 {
                 // it as it is.
                 held.deadline = held.start + TimeUnit.MILLISECONDS.toNanos(Math.max(cfg.staleHoldMs, cfg.holdMs));
             }
-            if (now - held.deadline >= 0 || !mayPark) {
+            if (now - held.deadline >= 0) {
                 forget(held);
                 long n = STALE_SERVED.incrementAndGet();
                 if (n <= LOG_FIRST) {
@@ -356,10 +355,22 @@ public final class Kip1243 {
 
     // ---- parking ----------------------------------------------------------
 
+    /** Whether request is parked or on its way back: its buffer must stay. */
+    public static boolean isHeld(Request request) {
+        if (PARKED.get() == 0 && HELD_COUNT.get() == 0) {
+            return false;
+        }
+        synchronized (LOCK) {
+            return HELD.containsKey(request);
+        }
+    }
+
     private static void park(Held held) {
         long delay = Math.max(0, held.deadline - System.nanoTime());
         synchronized (LOCK) {
-            HELD.put(held.request, held);
+            if (HELD.put(held.request, held) == null) {
+                HELD_COUNT.incrementAndGet();
+            }
             BY_TOKEN.add(held);
             held.parked = true;
             PARKED.incrementAndGet();
@@ -372,7 +383,9 @@ public final class Kip1243 {
 
     private static void forget(Held held) {
         synchronized (LOCK) {
-            HELD.remove(held.request);
+            if (HELD.remove(held.request) != null) {
+                HELD_COUNT.decrementAndGet();
+            }
             if (held.parked) {
                 BY_TOKEN.remove(held);
                 held.parked = false;
