@@ -52,6 +52,8 @@ public final class Kip1243 {
     private static final IdentityWeakMap<RequestHeader> FORWARDED = new IdentityWeakMap<>();
     /** The least token of the response being built on this thread. */
     private static final ThreadLocal<long[]> FLOOR = ThreadLocal.withInitial(() -> new long[] {-1});
+    /** The token of an INCONSISTENT_METADATA answer being built on this thread: the offset it was judged at. */
+    private static final ThreadLocal<long[]> PINNED = ThreadLocal.withInitial(() -> new long[] {-1});
 
     // Held requests: parked (out of every queue) until the broker applies
     // their token or their bound passes, then put back into the request
@@ -124,7 +126,8 @@ public final class Kip1243 {
         if (Settings.off || !cfg.tokens || id == null || rh == null || rh.headerVersion() < 1) {
             return;
         }
-        long token = Math.max(APPLIED.get(), FLOOR.get()[0]);
+        long pinned = PINNED.get()[0];
+        long token = pinned >= 0 ? pinned : Math.max(APPLIED.get(), FLOOR.get()[0]);
         if (token < 0) {
             return;
         }
@@ -212,7 +215,8 @@ public final class Kip1243 {
         synchronized (LOCK) {
             held = HELD.get(request);
         }
-        if (st.token < 0 || st.token <= APPLIED.get()) {
+        long applied = APPLIED.get(); // the offset this decision is made at
+        if (st.token < 0 || st.token <= applied) {
             if (held != null) {
                 forget(held);
             }
@@ -226,7 +230,7 @@ public final class Kip1243 {
             held.expired = false;
             if (!held.errorTried) {
                 held.errorTried = true;
-                if (answerInconsistent(held.channel, request, st.token)) {
+                if (answerInconsistent(held.channel, request, st.token, applied)) {
                     forget(held);
                     return true;
                 }
@@ -294,7 +298,7 @@ public final class Kip1243 {
     }
 
     /** Answers INCONSISTENT_METADATA, or returns false when the answer has no place for it. */
-    private static boolean answerInconsistent(RequestChannel channel, Request request, long token) {
+    private static boolean answerInconsistent(RequestChannel channel, Request request, long token, long applied) {
         try {
             AbstractRequest body = request.body();
             if (noAnswer(body)) {
@@ -304,12 +308,21 @@ public final class Kip1243 {
             if (resp == null) {
                 return false;
             }
-            channel.sendResponse(request, resp);
+            // The answer's header names the offset the broker judged at,
+            // below the request's token, even if the broker applies more
+            // while the answer is built: a client tells this answer from
+            // a caught-up one by that.
+            PINNED.get()[0] = applied;
+            try {
+                channel.sendResponse(request, resp);
+            } finally {
+                PINNED.get()[0] = -1;
+            }
             long c = INCONSISTENT.incrementAndGet();
             if (c <= LOG_FIRST) {
                 RequestHeader h = request.header();
                 Log.line("answered INCONSISTENT_METADATA (" + Settings.cfg.errorCode + ") to " + h.apiKey() + " v"
-                    + h.apiVersion() + " of " + h.clientId() + ": token " + token + ", applied " + APPLIED.get()
+                    + h.apiVersion() + " of " + h.clientId() + ": token " + token + ", applied " + applied
                     + " (" + c + " so far)");
             }
             return true;
