@@ -35,6 +35,7 @@ type config struct {
 	brokerConfig map[string]string
 	startTimeout time.Duration
 	secure       *secureConfig // SASLSSL, ReauthInterval
+	kip1243      *agentConfig  // KIP1243
 }
 
 // Nodes sets how many nodes the cluster has; the default is 1. Every node is
@@ -150,6 +151,10 @@ type Cluster struct {
 	// trainArchive, if set, is where a broker's JVM dumps the classes it
 	// loaded when it exits (see classArchive).
 	trainArchive string
+	// agent, if set, is the KIP-1243 agent every broker JVM starts with
+	// (agentArg: its -javaagent option).
+	agent    *agentConfig
+	agentArg string
 }
 
 type node struct {
@@ -258,6 +263,13 @@ func prepare(ctx context.Context, opts []Opt) (*Cluster, config, error) {
 	if a := classArchive(java, cp); a != "" {
 		c.jvmExtra = []string{"-XX:SharedArchiveFile=" + a}
 	}
+	if cfg.kip1243 != nil {
+		jar, err := AgentJar(ctx)
+		if err != nil {
+			return nil, cfg, err
+		}
+		c.agent, c.agentArg = cfg.kip1243, "-javaagent:"+jar+"="+cfg.kip1243.args()
+	}
 	return c, cfg, nil
 }
 
@@ -319,7 +331,13 @@ func (c *Cluster) boot(ctx context.Context, cfg config) error {
 		return fmt.Errorf("cluster directory: %w", err)
 	}
 	log4j := filepath.Join(c.dir, "log4j2.properties")
-	if err := os.WriteFile(log4j, []byte(log4jConfig), 0o644); err != nil {
+	l4j := log4jConfig
+	if c.agent != nil {
+		// Kafka logs a warning for every answer whose error code its Errors
+		// enum does not know, which INCONSISTENT_METADATA's is.
+		l4j += agentLog4j
+	}
+	if err := os.WriteFile(log4j, []byte(l4j), 0o644); err != nil {
 		return fmt.Errorf("write log4j config: %w", err)
 	}
 	for _, n := range c.nodes {
@@ -347,7 +365,19 @@ func (c *Cluster) boot(ctx context.Context, cfg config) error {
 			return err
 		}
 	}
-	return c.waitReady(ctx, c.nodes)
+	if err := c.waitReady(ctx, c.nodes); err != nil {
+		return err
+	}
+	return c.checkAgents(c.nodes)
+}
+
+func (c *Cluster) checkAgents(nodes []*node) error {
+	for _, n := range nodes {
+		if err := c.checkAgent(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *Cluster) jvmArgs() []string {
@@ -389,6 +419,9 @@ func (c *Cluster) launch(n *node) error {
 	args := c.jvmArgs()
 	if c.trainArchive != "" {
 		args = append(args, "-XX:ArchiveClassesAtExit="+c.trainArchive)
+	}
+	if c.agentArg != "" {
+		args = append(args, c.agentArg)
 	}
 	args = append(args, "kafka.Kafka", n.props)
 	cmd := exec.Command(c.java, args...)
@@ -622,7 +655,10 @@ func (c *Cluster) Restart(id int32) error {
 			running = append(running, m)
 		}
 	}
-	return c.waitReady(context.Background(), running)
+	if err := c.waitReady(context.Background(), running); err != nil {
+		return err
+	}
+	return c.checkAgent(n)
 }
 
 // Running reports whether node id's process is alive.

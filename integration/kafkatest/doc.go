@@ -11,17 +11,25 @@
 //     t.Cleanup, and broker logs are printed (tail) when the test failed.
 //     [StartCluster] does the same for programs that are not tests; they
 //     end it with [Cluster.Close].
+//
 //   - [Forwarder] is a switchable loopback TCP forwarder. Pointing a broker's
 //     advertised address at it ([AdvertisedAddr]) and switching it to another
 //     cluster reproduces a misrouted connection (KIP-1242) on demand. It
 //     forwards whole frames and can show each [Frame] to an observer, with
 //     decoders for the ApiVersions exchange that KIP-1242 changed.
+//
 //   - [SASLSSL] adds a SASL_SSL client listener (SCRAM-SHA-512,
 //     SCRAM-SHA-256 and PLAIN; [ReauthInterval] for KIP-368 sessions) with
 //     a PEM keystore signed by a CA made at Start: [Cluster.TLSConfig] and
 //     [Cluster.CAFile] trust it, [Cluster.SecureAddrs] name the host its
 //     certificate is for. [NewStreamForwarder] carries such TLS traffic
 //     and counts the connections made through it.
+//
+//   - [KIP1243] starts every node with the KIP-1243 Java agent
+//     (kip1243agent/, built with Maven at test time and cached): the
+//     brokers stamp tag 0 on every flexible response header and hold or
+//     answer INCONSISTENT_METADATA to requests whose token is ahead.
+//     Start fails ([ErrAgent]) if the agent did not attach. See KIP1243.md.
 //
 // [CountRecords] (and [Cluster.CountRecords]) counts what a topic holds in
 // one cluster, to prove that no record went to the wrong one.

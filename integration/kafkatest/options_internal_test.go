@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -197,4 +198,34 @@ func TestClassArchive(t *testing.T) {
 		"-cp", cp, "kafka.tools.StorageTool", "version").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "metadata.version=")
+}
+
+func TestKIP1243Options(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		settings []KIP1243Setting
+		args     string
+		err      string
+	}{
+		{nil, "mode=hold,errorCode=1243", ""},
+		{[]KIP1243Setting{KIP1243Hold(2500 * time.Millisecond)}, "mode=hold,holdMs=2500,errorCode=1243", ""},
+		{[]KIP1243Setting{KIP1243Error(0), KIP1243ErrorCode(77)}, "mode=error,holdMs=0,errorCode=77", ""},
+		{[]KIP1243Setting{KIP1243TokensOff(), KIP1243CloseOnMismatch(), KIP1243StaleHold(time.Second)},
+			"mode=hold,staleHoldMs=1000,errorCode=1243,tokens=off,mismatch=close", ""},
+		{[]KIP1243Setting{kip1243RequireHook("a.B#c"), kip1243RequireHook("d.E#f")}, "mode=hold,errorCode=1243,requireHook=a.B#c;d.E#f", ""},
+		{[]KIP1243Setting{KIP1243Hold(0)}, "", "KIP1243Hold(0s)"},
+		{[]KIP1243Setting{KIP1243Error(-time.Second)}, "", "KIP1243Error(-1s)"},
+		{[]KIP1243Setting{KIP1243ErrorCode(0)}, "", "KIP1243ErrorCode(0)"},
+		{[]KIP1243Setting{KIP1243StaleHold(-1)}, "", "KIP1243StaleHold"},
+		{[]KIP1243Setting{kip1243RequireHook("a.B#c,mode=error")}, "", "requireHook"},
+	} {
+		var c config
+		err := KIP1243(tc.settings...)(&c)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, tc.args, c.kip1243.args())
+	}
 }
