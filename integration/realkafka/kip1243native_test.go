@@ -21,16 +21,17 @@ import (
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/checker"
 	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/internal/testkit"
 )
 
 // nativeFactory is the one place this file makes a factory: native mode
 // (tokens only from KIP-1243 response headers), bootstrapping from addrs.
 func nativeFactory(t *testing.T, addrs []string, clientID string) *factory.Factory {
 	t.Helper()
-	f, err := factory.New(nil, factory.BootstrapServers(addrs...), factory.ClientID(clientID),
-		factory.Consistency(factory.ModeNative), factory.AutoOffsetReset("earliest"))
+	f, err := factory.New(factory.BootstrapServers(addrs...), factory.ClientID(clientID),
+		factory.Consistency(factory.ModeNative), factory.AutoOffsetReset(factory.ResetEarliest))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	return f
 }
 
@@ -145,13 +146,13 @@ func agentCluster(t *testing.T, clientID string, settings ...kafkatest.KIP1243Se
 // beyond the one each connection starts with.
 func TestKIP1243NativeOnKafka44(t *testing.T) {
 	c, seeds, tally := agentCluster(t, "native")
-	ctx := testCtx(t, 5*time.Minute)
+	ctx := testkit.CtxFor(t, 5*time.Minute)
 	ids := c.NodeIDs()
 
 	f := nativeFactory(t, seeds, "native")
 	fadm, err := f.Admin()
 	require.NoError(t, err)
-	defer fadm.Close()
+	defer fadm.Close(context.Background())
 	fkgo, err := f.KgoClient()
 	require.NoError(t, err)
 	defer fkgo.Close()
@@ -301,11 +302,11 @@ func runRYW(t *testing.T, ctx context.Context, ids []int32, fadm rywAdmin, fkgo,
 // answers until a broker has caught up, still reading nothing stale.
 func TestKIP1243NativeErrorModeOnKafka44(t *testing.T) {
 	c, seeds, tally := agentCluster(t, "native-error", kafkatest.KIP1243Error(0))
-	ctx := testCtx(t, 5*time.Minute)
+	ctx := testkit.CtxFor(t, 5*time.Minute)
 	f := nativeFactory(t, seeds, "native-error")
 	fadm, err := f.Admin()
 	require.NoError(t, err)
-	defer fadm.Close()
+	defer fadm.Close(context.Background())
 	fkgo, err := f.KgoClient()
 	require.NoError(t, err)
 	defer fkgo.Close()
@@ -348,7 +349,7 @@ func TestKIP1243NativeErrorModeOnKafka44(t *testing.T) {
 // cluster, their count reported.
 func TestKIP1243CheckerOnKafka44(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Nodes(3), kafkatest.KIP1243())
-	ctx := testCtx(t, 6*time.Minute)
+	ctx := testkit.CtxFor(t, 6*time.Minute)
 	counts := map[checker.Mode]checker.Report{}
 	for _, mode := range []checker.Mode{checker.ModeFactory, checker.ModePlain} {
 		res, err := checker.Run(ctx, checker.Config{Seed: 1243, Mode: mode, Ops: 2000, Goroutines: 4,
