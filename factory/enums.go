@@ -147,14 +147,3 @@ func (m Mechanism) String() string {
 	}
 	return fmt.Sprintf("Mechanism(%d)", uint8(m))
 }
-
-// enumIndex returns the index of s in names, compared as the property
-// parsers do (the caller normalizes case), or -1.
-func enumIndex(names []string, s string) int {
-	for i, n := range names {
-		if n != "" && n == s {
-			return i
-		}
-	}
-	return -1
-}
