@@ -91,6 +91,7 @@ var errUsage = errors.New("usage")
 type settings struct {
 	brokers     string
 	realKafka   bool
+	kip1243     bool
 	native      bool
 	lag         time.Duration
 	errorMode   bool
@@ -116,6 +117,7 @@ brokers 1 and 2 apply metadata changes late.
 	}
 	fs.StringVar(&s.brokers, "brokers", "", "bootstrap servers of a running cluster (host:port,...) instead of the embedded one")
 	fs.BoolVar(&s.realKafka, "realkafka", false, "start 3 real Apache Kafka "+kafkatest.KafkaVersion+" nodes instead of the embedded cluster (needs Java 17+, and Maven unless KAFKA_HOME is set)")
+	fs.BoolVar(&s.kip1243, "kip1243", false, "with -realkafka: start the nodes with the KIP-1243 agent (integration/kafkatest/KIP1243.md), so they send tokens and hold requests, and run the factory in native mode (tokens from headers only)")
 	fs.BoolVar(&s.native, "native", false, "embedded cluster: brokers implement KIP-1243 and send tokens; without it they behave like Apache Kafka 4.4 and the factory makes tokens from KRaft offsets")
 	fs.DurationVar(&s.lag, "lag", 500*time.Millisecond, "embedded cluster: how late brokers 1 and 2 apply metadata changes")
 	fs.BoolVar(&s.errorMode, "error-mode", false, "embedded KIP-1243 cluster: lagging brokers answer INCONSISTENT_METADATA (the client retries) instead of holding the request")
@@ -141,6 +143,8 @@ brokers 1 and 2 apply metadata changes late.
 		return s, errors.New("-consume-wait and -timeout must be positive")
 	case s.realKafka && s.brokers != "":
 		return s, errors.New("-realkafka and -brokers: give one cluster, not two")
+	case s.kip1243 && !s.realKafka:
+		return s, errors.New("-kip1243 needs -realkafka: it starts real brokers with the KIP-1243 agent (the embedded cluster speaks KIP-1243 with -native)")
 	}
 	if s.realKafka || s.brokers != "" {
 		for _, name := range []string{"lag", "error-mode", "native"} {
@@ -205,7 +209,12 @@ func runRealKafka(ctx context.Context, s settings, out io.Writer) error {
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	c, err := kafkatest.StartCluster(sctx, kafkatest.Nodes(3))
+	opts := []kafkatest.Opt{kafkatest.Nodes(3)}
+	if s.kip1243 {
+		fmt.Fprintln(out, "  with the KIP-1243 agent: brokers send tokens and hold a request until they catch up")
+		opts = append(opts, kafkatest.KIP1243())
+	}
+	c, err := kafkatest.StartCluster(sctx, opts...)
 	if err != nil {
 		if errors.Is(err, kafkatest.ErrMissingTool) {
 			return fmt.Errorf("-realkafka runs Apache Kafka as Java processes: %w", err)
@@ -225,7 +234,7 @@ func runRealKafka(ctx context.Context, s settings, out io.Writer) error {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	fmt.Fprintln(out)
-	return sideBySide(ctx, s, out, target{seeds: c.BootstrapAddrs(), prefix: randomPrefix(), realKafka: true})
+	return sideBySide(ctx, s, out, target{seeds: c.BootstrapAddrs(), prefix: randomPrefix(), realKafka: true, native: s.kip1243})
 }
 
 // target is the cluster both flows run on.
@@ -234,13 +243,14 @@ type target struct {
 	prefix    string                // topic name prefix
 	lc        *localcluster.Cluster // the embedded cluster, which counts; or nil
 	realKafka bool
+	native    bool // the factory takes tokens from headers only (ModeNative)
 }
 
 func sideBySide(ctx context.Context, s settings, out io.Writer, t target) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	printFlow(out, s)
-	fres, err := measured(t.lc, func() (*result, error) { return factoryFlow(ctx, s, t.seeds, t.prefix+"-factory") })
+	fres, err := measured(t.lc, func() (*result, error) { return factoryFlow(ctx, s, t.seeds, t.prefix+"-factory", t.native) })
 	if err != nil {
 		return err
 	}
@@ -355,7 +365,7 @@ type clients struct {
 	close   func()
 }
 
-func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string) (*result, error) {
+func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string, native bool) (*result, error) {
 	counter := &requestCounter{}
 	var (
 		offMu  sync.Mutex
@@ -368,8 +378,12 @@ func factoryFlow(ctx context.Context, s settings, seeds []string, prefix string)
 			offMu.Unlock()
 		}
 	})
+	mode := factory.ModeAuto
+	if native {
+		mode = factory.ModeNative
+	}
 	f, err := factory.New(factory.BootstrapServers(seeds...), factory.ClientID("readyourwrites-factory"),
-		factory.WithObserver(observer), factory.KgoOpts(kgo.WithHooks(counter)))
+		factory.Consistency(mode), factory.WithObserver(observer), factory.KgoOpts(kgo.WithHooks(counter)))
 	if err != nil {
 		return nil, err
 	}

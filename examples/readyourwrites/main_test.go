@@ -147,6 +147,23 @@ func TestRealKafka(t *testing.T) {
 	require.NotContains(t, out, "token after the run: unknown", "the factory emulated tokens")
 }
 
+// TestRealKafkaKIP1243 runs -realkafka -kip1243: three Kafka 4.4 nodes
+// with the KIP-1243 agent, the factory in native mode (tokens from the
+// brokers' headers only) must read its writes.
+func TestRealKafkaKIP1243(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real Apache Kafka; skipped with -short")
+	}
+	out, err := runCmd(t, "-realkafka", "-kip1243", "-records", "5")
+	require.NoError(t, err)
+	require.Contains(t, out, "with the KIP-1243 agent")
+	require.Contains(t, out, "OK: the factory flow read its writes")
+	require.Equal(t, "0", cells(t, out, "stale reads seen by the app")[0])
+	require.Equal(t, "0", cells(t, out, "errors returned to the app")[0])
+	require.Equal(t, "5 / 5", cells(t, out, "records produced / consumed")[0])
+	require.NotContains(t, out, "token after the run: unknown", "the brokers sent tokens")
+}
+
 // TestRealKafkaWithoutJava: without Java, -realkafka says plainly what is
 // missing and what to install.
 func TestRealKafkaWithoutJava(t *testing.T) {
@@ -260,6 +277,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"-realkafka", "-native"}, "-native applies to the embedded cluster only"},
 		{[]string{"-error-mode"}, "-error-mode needs -native"},
 		{[]string{"-realkafka", "-error-mode"}, "-error-mode applies to the embedded cluster only"},
+		{[]string{"-kip1243"}, "-kip1243 needs -realkafka"},
 	} {
 		_, err := runCmd(t, tc.args...)
 		require.ErrorContains(t, err, tc.want, "%q", tc.args)
