@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		lagMax     = fs.Duration("lag-max", 300*time.Millisecond, "maximum per-broker apply lag (local cluster)")
 		pauseMax   = fs.Duration("pause-max", 0, "maximum apply pause of one broker (default lag-max; local cluster)")
 		native     = fs.Bool("native", true, "local brokers implement KIP-1243; false: they behave like Apache Kafka 4.4 and the factory emulates tokens")
+		kip1243    = fs.Bool("kip1243", false, "with -realkafka: start the nodes with the KIP-1243 agent (integration/kafkatest/KIP1243.md), so the factory's tokens come from the brokers")
 		realKafka  = fs.Bool("realkafka", false, "run on 3 real Apache Kafka 4.4 nodes (integration/kafkatest; java and mvn, or KAFKA_HOME) instead of the local cluster")
 		bypass     = fs.Bool("bypass-admin-cache", false, "admin metadata reads skip franz-go's metadata cache (kadm.WithAuthorizedOps)")
 		dataDelete = fs.Bool("data-reads-during-delete", false, "let ListEndOffsets and produces target a topic whose delete is in flight (shows a local-cluster artifact)")
@@ -85,7 +86,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	nativeSet := false
 	fs.Visit(func(f *flag.Flag) { nativeSet = nativeSet || f.Name == "native" })
 	if *realKafka && nativeSet {
-		return 2, fmt.Errorf("-native configures the local cluster; -realkafka brokers are Apache Kafka 4.4")
+		return 2, fmt.Errorf("-native configures the local cluster; -realkafka brokers are Apache Kafka 4.4 (with -kip1243, with the KIP-1243 agent)")
+	}
+	if *kip1243 && !*realKafka {
+		return 2, fmt.Errorf("-kip1243 needs -realkafka: the local cluster speaks KIP-1243 by default (-native)")
 	}
 
 	cluster := "local KIP-1243"
@@ -96,13 +100,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	var addrs []string
 	if *realKafka {
 		t0 := time.Now()
-		c, err := kafkatest.StartCluster(ctx, kafkatest.Nodes(3))
+		opts := []kafkatest.Opt{kafkatest.Nodes(3)}
+		agent := ""
+		if *kip1243 {
+			opts = append(opts, kafkatest.KIP1243())
+			agent = " with the KIP-1243 agent"
+		}
+		c, err := kafkatest.StartCluster(ctx, opts...)
 		if err != nil {
 			return 2, err
 		}
 		defer func() { _ = c.Close() }()
 		addrs = c.BootstrapAddrs()
-		cluster, replay = fmt.Sprintf("3 real Apache Kafka %s nodes (ready in %v)", kafkatest.KafkaVersion, time.Since(t0).Round(time.Millisecond)), "-realkafka"
+		cluster, replay = fmt.Sprintf("3 real Apache Kafka %s nodes%s (ready in %v)", kafkatest.KafkaVersion, agent, time.Since(t0).Round(time.Millisecond)), "-realkafka"
+		if *kip1243 {
+			replay += " -kip1243"
+		}
 	}
 
 	fmt.Fprintf(stdout, "checker: cluster=%s modes=%v seeds=%d..%d ops=%d goroutines=%d lag-max=%v bypass-admin-cache=%v data-reads-during-delete=%v (%s, GOMAXPROCS=%d)\n",

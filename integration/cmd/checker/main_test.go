@@ -54,6 +54,7 @@ func TestRunRejectsBadArguments(t *testing.T) {
 		{"-lag-max", "-1s", "-seeds", "1", "-ops", "1"},
 		{"-mode", "all"},
 		{"-realkafka", "-native=false"},
+		{"-kip1243"},
 	} {
 		var out, errs bytes.Buffer
 		code, err := run(context.Background(), args, &out, &errs)
