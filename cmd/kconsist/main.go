@@ -16,7 +16,7 @@
 //	0  success
 //	1  the operation failed (the cluster refused it: topic exists, ...)
 //	2  bad usage: flags, arguments, configuration
-//	3  timeout: brokers were still behind when --timeout ran out
+//	3  timeout: --timeout ran out (a wait names the brokers still behind)
 //	4  the cluster could not be reached
 //	5  wrong cluster: the token names another cluster
 //	6  bad token: malformed, or beyond the cluster's committed offset
