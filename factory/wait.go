@@ -215,8 +215,10 @@ func (f *Factory) CommittedToken(ctx context.Context) (consistency.Token, error)
 // WaitApplied returns once every broker of the cluster has applied tok,
 // the factory's own token (Token) when tok is Unknown: from then on any
 // client, of any process, sees on every broker what tok's holder wrote.
-// A token of another cluster or beyond the cluster's committed metadata
-// offset is refused at once with a *TokenError (see CheckToken). With
+// A token the factory does not hold already (of another cluster, or
+// beyond its own) is first checked: one of another cluster or beyond the
+// cluster's committed metadata offset is refused at once with a
+// *TokenError (see CheckToken). With
 // an Unknown tok and no token of its own the factory has nothing to wait
 // for, except the topics of WaitTopics.
 //
@@ -246,7 +248,9 @@ func (f *Factory) WaitApplied(ctx context.Context, tok consistency.Token, opts .
 	// hold): ApiVersions through a client of the factory (never held), and
 	// what must carry tok through a client of a factory holding it.
 	stamped := f
-	if !tok.IsUnknown() {
+	if cur := f.Token(); !tok.IsUnknown() && (cur.ClusterID() != tok.ClusterID() || cur.Offset() < tok.Offset()) {
+		// A token the factory does not hold yet is checked and carried
+		// by a factory of its own; the factory's own came from brokers.
 		wf, err := f.WithToken(ctx, tok)
 		if err != nil {
 			return err
@@ -420,7 +424,7 @@ func (w *waiter) follow(ctx context.Context, i int, p BrokerProgress, updates ch
 		return
 	}
 	defer cls.close()
-	pause := 10 * time.Millisecond
+	pause := 5 * time.Millisecond
 	for {
 		next, err := w.ask(ctx, cls, p)
 		if err != nil {
