@@ -3,6 +3,7 @@ package factory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -278,4 +279,45 @@ func FuzzPending(f *testing.F) {
 			require.True(t, p == "a" || p == "b" || len(p) > 2 && (p[:2] == "a/" || p[:2] == "b/"), p)
 		}
 	})
+}
+
+// A shell script, an init container or a service in another language does
+// not share the factory's token: let it go only once every broker has
+// applied the change, and serves every partition of the new topic.
+func ExampleFactory_WaitApplied() {
+	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.BrokerLag(2, 200*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
+	defer lc.Close()
+	f, err := New(BootstrapServers(lc.Addrs()...))
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	adm, err := f.Admin()
+	if err != nil {
+		panic(err)
+	}
+	defer adm.Kgo().Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "orders"); err != nil {
+		panic(err)
+	}
+
+	err = f.WaitApplied(ctx, consistency.Unknown(), WaitTopics("orders"),
+		WaitProgress(func(p BrokerProgress) {
+			// p.Node, p.Applied, p.Done: for a progress display
+		}))
+	var behind *WaitError
+	switch {
+	case errors.As(err, &behind):
+		fmt.Println("still behind:", behind.Behind)
+	case err != nil:
+		fmt.Println("cannot wait:", err)
+	default:
+		fmt.Println("every broker serves orders: start the next process")
+	}
+	// Output: every broker serves orders: start the next process
 }
