@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +26,8 @@ import (
 type trial struct {
 	stale     int           // first direct Metadata answers without the topic or a leader
 	errs      int           // describe or produce errors
+	javaStale int           // the Java client's describes that failed
+	javaErrs  int           // the Java client's produce errors
 	wait      time.Duration // the command's own wait (waited_ms)
 	command   time.Duration // the whole command, or kadm's CreateTopic
 	converged time.Duration // from the create's return until every broker served the topic
@@ -29,8 +37,9 @@ type trial struct {
 // kconsist topic create --wait, each followed at once by a plain franz-go
 // client (connected to every broker beforehand, and knowing nothing of
 // kconsist) that asks every broker directly for the topic, lists it
-// through kadm and produces to every partition: 0 errors and 0 stale
-// answers. Then 50 trials of a plain kadm CreateTopic followed by the same
+// through kadm and produces to every partition, and by a Java 4.4 client
+// (testdata/TopicUser.java) that describes the topic and produces to it:
+// 0 errors and 0 stale answers. Then 50 trials of a plain kadm CreateTopic followed by the same
 // client, whose stale answers and errors are counted. Both measure how long
 // after the create returned every broker served the topic; the figures
 // are logged.
@@ -41,6 +50,7 @@ func TestRealKafkaCreateWait(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Nodes(3))
 	addrs := c.BootstrapAddrs()
 	const trials = 50
+	java := startJava(t, addrs)
 
 	run := func(wait bool) []trial {
 		var out []trial
@@ -60,8 +70,18 @@ func TestRealKafkaCreateWait(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, resp.Err)
 			}
-			tr.stale, tr.converged = u.converge(t, name, time.Now())
+			// The Java service and the franz-go client start at once.
+			done := time.Now()
+			javac := make(chan javaResult, 1)
+			go func() { javac <- java.use(name) }()
+			tr.stale, tr.converged = u.converge(t, name, done)
 			tr.errs = u.use(name)
+			jr := <-javac
+			require.NoError(t, jr.err)
+			tr.javaStale, tr.javaErrs = jr.describeErrs, jr.produceErrs
+			if jr.first != "-" {
+				t.Logf("%s: the Java client saw %s", name, jr.first)
+			}
 			out = append(out, tr)
 		}
 		return out
@@ -98,7 +118,19 @@ func TestRealKafkaCreateWait(t *testing.T) {
 	t.Logf("plain kadm CreateTopic: %d trials, %d with stale answers or errors (%d stale answers of %d, %d errors); CreateTopic %s; every broker served the topic %s after it returned",
 		trials, staleTrials(plain), sum(plain, func(tr trial) int { return tr.stale }), 3*trials, sum(plain, func(tr trial) int { return tr.errs }),
 		pct(plain, func(tr trial) time.Duration { return tr.command }), pct(plain, func(tr trial) time.Duration { return tr.converged }))
+	javaTrials := func(ts []trial) (n int) {
+		for _, tr := range ts {
+			if tr.javaStale+tr.javaErrs > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	t.Logf("Java 4.4 client (Admin describeTopics, then a producer): after create --wait %d of %d trials failed (%d describes, %d produces); after a plain create %d of %d (%d describes, %d produces)",
+		javaTrials(waited), trials, sum(waited, func(tr trial) int { return tr.javaStale }), sum(waited, func(tr trial) int { return tr.javaErrs }),
+		javaTrials(plain), trials, sum(plain, func(tr trial) int { return tr.javaStale }), sum(plain, func(tr trial) int { return tr.javaErrs }))
 	require.Zero(t, staleTrials(waited), "a plain client saw a stale answer or an error after create --wait")
+	require.Zero(t, javaTrials(waited), "the Java client failed after create --wait")
 }
 
 // user is a plain franz-go client connected to every broker before the
@@ -204,4 +236,82 @@ func servesTopic(ctx context.Context, cl *kgo.Client, node int32, topic string) 
 		}
 	}
 	return true
+}
+
+// javaUser is TopicUser.java (testdata): a Java 4.4 service using topics
+// it is told of on stdin.
+type javaUser struct {
+	in     io.WriteCloser
+	out    *bufio.Scanner
+	stderr *lockedBuffer
+}
+
+// lockedBuffer is a buffer the process writes while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type javaResult struct {
+	describeErrs, produceErrs int
+	first                     string
+	err                       error
+}
+
+func startJava(t *testing.T, addrs []string) *javaUser {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	t.Cleanup(cancel)
+	bin, err := exec.LookPath("java")
+	require.NoError(t, err, "java 17+ must be on PATH")
+	classpath, err := kafkatest.Provision(ctx)
+	require.NoError(t, err)
+	cmd := exec.CommandContext(ctx, bin, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", classpath,
+		filepath.Join("testdata", "TopicUser.java"), strings.Join(addrs, ","), "3")
+	cmd.WaitDelay = 5 * time.Second
+	j := &javaUser{stderr: new(lockedBuffer)}
+	cmd.Stderr = j.stderr
+	j.in, err = cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		j.in.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("TopicUser.java: %v\n%s", err, j.stderr)
+		}
+	})
+	j.out = bufio.NewScanner(stdout)
+	require.True(t, j.out.Scan(), "TopicUser.java did not start:\n%s", j.stderr)
+	require.Equal(t, "ready", j.out.Text(), j.stderr.String())
+	return j
+}
+
+// use tells the Java service of topic and returns what it saw.
+func (j *javaUser) use(topic string) javaResult {
+	if _, err := fmt.Fprintln(j.in, topic); err != nil {
+		return javaResult{err: err}
+	}
+	if !j.out.Scan() {
+		return javaResult{err: fmt.Errorf("TopicUser.java ended: %v", j.out.Err())}
+	}
+	var r javaResult
+	var name string
+	if _, err := fmt.Sscan(j.out.Text(), &name, &r.describeErrs, &r.produceErrs, &r.first); err != nil || name != topic {
+		return javaResult{err: fmt.Errorf("TopicUser.java answered %q for %s: %v", j.out.Text(), topic, err)}
+	}
+	return r
 }
