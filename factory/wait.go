@@ -171,20 +171,23 @@ func WaitPoll(d time.Duration) WaitOpt {
 // record of its metadata log (DescribeQuorum's high watermark less one).
 // Every write the cluster has answered is at or before it, so waiting for
 // it (WaitApplied) waits for every change made so far, by anyone. It
-// needs DESCRIBE on CLUSTER, as DescribeQuorum does.
+// needs DESCRIBE on CLUSTER, as DescribeQuorum does. Every bootstrap
+// server is asked at once and the first answer counts, so that a broker
+// holding the factory's requests until it catches up delays nothing.
 func (f *Factory) CommittedToken(ctx context.Context) (consistency.Token, error) {
-	cl, err := f.KgoClient()
-	if err != nil {
-		return consistency.Token{}, err
-	}
-	defer cl.Close()
+	return firstSeed(ctx, f, committedToken)
+}
+
+// committedToken asks one broker for the cluster id and DescribeQuorum.
+func committedToken(ctx context.Context, b *kgo.Broker) (consistency.Token, error) {
 	meta := kmsg.NewPtrMetadataRequest()
 	meta.Topics = []kmsg.MetadataRequestTopic{}
-	mresp, err := meta.RequestWith(ctx, cl)
+	mresp, err := b.RetriableRequest(ctx, meta)
 	if err != nil {
 		return consistency.Token{}, fmt.Errorf("factory: asking the cluster id: %w", err)
 	}
-	if mresp.ClusterID == nil || *mresp.ClusterID == "" {
+	id := mresp.(*kmsg.MetadataResponse).ClusterID
+	if id == nil || *id == "" {
 		return consistency.Token{}, fmt.Errorf("factory: the cluster did not say its id")
 	}
 	req := kmsg.NewPtrDescribeQuorumRequest()
@@ -192,10 +195,11 @@ func (f *Factory) CommittedToken(ctx context.Context) (consistency.Token, error)
 	t.Topic = "__cluster_metadata"
 	t.Partitions = append(t.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
 	req.Topics = append(req.Topics, t)
-	resp, err := req.RequestWith(ctx, cl)
+	r, err := b.RetriableRequest(ctx, req)
 	if err != nil {
 		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: %w", err)
 	}
+	resp := r.(*kmsg.DescribeQuorumResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: %w", err)
 	}
@@ -209,7 +213,45 @@ func (f *Factory) CommittedToken(ctx context.Context) (consistency.Token, error)
 	if p.HighWatermark < 1 {
 		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: high watermark %d", p.HighWatermark)
 	}
-	return consistency.Of(*mresp.ClusterID, p.HighWatermark-1)
+	return consistency.Of(*id, p.HighWatermark-1)
+}
+
+// firstSeed asks every bootstrap server at once with ask, through a client
+// of f, and returns the first answer without error, or else the last
+// error.
+func firstSeed[T any](ctx context.Context, f *Factory, ask func(context.Context, *kgo.Broker) (T, error)) (T, error) {
+	var zero T
+	cl, err := f.KgoClient()
+	if err != nil {
+		return zero, err
+	}
+	defer cl.Close()
+	// Questions still under way end (cancel) before they are waited for.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		v   T
+		err error
+	}
+	seeds := cl.SeedBrokers()
+	answers := make(chan answer, len(seeds))
+	for _, b := range seeds {
+		wg.Go(func() {
+			v, err := ask(sctx, b)
+			answers <- answer{v, err}
+		})
+	}
+	last := errors.New("no bootstrap servers")
+	for range seeds {
+		a := <-answers
+		if a.err == nil {
+			return a.v, nil
+		}
+		last = a.err
+	}
+	return zero, last
 }
 
 // WaitApplied returns once every broker of the cluster has applied tok,
@@ -269,46 +311,24 @@ func (f *Factory) WaitApplied(ctx context.Context, tok consistency.Token, opts .
 // listBrokers returns the cluster's brokers by node id, as the first
 // bootstrap server to answer lists them.
 func (f *Factory) listBrokers(ctx context.Context) ([]BrokerProgress, error) {
-	cl, err := f.KgoClient()
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	seeds := cl.SeedBrokers()
-	answers := make(chan any, len(seeds)) // *kmsg.MetadataResponse or error
-	for _, b := range seeds {
-		go func() {
-			req := kmsg.NewPtrMetadataRequest()
-			req.Topics = []kmsg.MetadataRequestTopic{}
-			resp, err := b.RetriableRequest(lctx, req)
-			if err != nil {
-				answers <- err
-				return
-			}
-			answers <- resp
-		}()
-	}
-	var last error
-	for range seeds {
-		switch a := (<-answers).(type) {
-		case error:
-			last = a
-		case *kmsg.MetadataResponse:
-			if len(a.Brokers) == 0 {
-				last = errors.New("the cluster lists no brokers")
-				continue
-			}
-			out := make([]BrokerProgress, 0, len(a.Brokers))
-			for _, b := range a.Brokers {
-				out = append(out, BrokerProgress{Node: b.NodeID, Addr: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), Applied: -1})
-			}
-			slices.SortFunc(out, func(a, b BrokerProgress) int { return int(a.Node) - int(b.Node) })
-			return out, nil
+	return firstSeed(ctx, f, func(ctx context.Context, b *kgo.Broker) ([]BrokerProgress, error) {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		resp, err := b.RetriableRequest(ctx, req)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return nil, last
+		brokers := resp.(*kmsg.MetadataResponse).Brokers
+		if len(brokers) == 0 {
+			return nil, errors.New("the cluster lists no brokers")
+		}
+		out := make([]BrokerProgress, 0, len(brokers))
+		for _, b := range brokers {
+			out = append(out, BrokerProgress{Node: b.NodeID, Addr: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), Applied: -1})
+		}
+		slices.SortFunc(out, func(a, b BrokerProgress) int { return int(a.Node) - int(b.Node) })
+		return out, nil
+	})
 }
 
 type waiter struct {

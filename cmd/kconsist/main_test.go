@@ -261,7 +261,12 @@ func TestExitTimeout(t *testing.T) {
 
 	r = kc("", "-b", bootstrap(lc), "--timeout", "1500ms", "-o", "json", "wait")
 	require.Equal(t, exitTimeout, r.code, r)
-	require.Equal(t, "timeout", decode(t, r.stdout)["status"])
+	m := decode(t, r.stdout)
+	require.Equal(t, "timeout", m["status"])
+	behind := m["behind"].([]any)
+	require.Len(t, behind, 1)
+	require.Equal(t, float64(2), behind[0].(map[string]any)["node"])
+	require.Equal(t, false, behind[0].(map[string]any)["done"])
 }
 
 // refuseSASL makes c answer every SASL authentication as Kafka answers a

@@ -51,7 +51,17 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			fmt.Fprintln(stderr, "Run 'kconsist --help' for usage.")
 		}
 		if a.json {
-			a.emit(map[string]any{"error": err.Error(), "status": exitNames[code], "exit": code})
+			out := map[string]any{"error": err.Error(), "status": exitNames[code], "exit": code}
+			var werr *factory.WaitError
+			if errors.As(err, &werr) {
+				behind := make([]brokerJSON, len(werr.Behind))
+				for i, p := range werr.Behind {
+					behind[i] = toJSON(p)
+				}
+				out["behind"] = behind
+				out["token"] = werr.Token.Encode()
+			}
+			a.emit(out)
 		}
 	}
 	return code
