@@ -29,14 +29,14 @@ import (
 // command's --wait).
 //
 // A broker's applied offset is asked directly of each broker, with
-// ApiVersions: every KRaft broker (Apache Kafka 3.x and 4.x) answers its
+// ApiVersions: every KRaft broker (Apache Kafka 3.x and 4.x, and a
+// KIP-1243 broker, whose header tokens are the same offsets) answers its
 // FinalizedFeaturesEpoch, the offset of the last metadata record it has
 // applied, and no broker holds an ApiVersions request for a token. A
-// broker that answers no such offset is asked with a request stamped with
-// the token: a KIP-1243 broker answers it only once it has applied the
-// token, and its response header moves the factory's store to at least
-// the token. A broker that does neither cannot be waited for
-// (ErrWaitUnsupported).
+// broker that answers no such offset cannot be waited for
+// (ErrWaitUnsupported). The topics of WaitTopics are then asked with a
+// request that carries the token, which a KIP-1243 broker (or the
+// factory's emulation of one) answers only once it has applied it.
 
 // ErrBrokersBehind is matched (errors.Is) by the *WaitError that
 // WaitApplied returns when its context ends before every broker has
@@ -44,10 +44,10 @@ import (
 var ErrBrokersBehind = errors.New("factory: brokers still behind the consistency token")
 
 // ErrWaitUnsupported is returned by WaitApplied when a broker reports no
-// applied metadata offset (no ApiVersions FinalizedFeaturesEpoch) and
-// sends no consistency token either: nothing tells when it has applied
-// a change.
-var ErrWaitUnsupported = errors.New("factory: a broker reports neither its applied metadata offset nor consistency tokens")
+// applied metadata offset (no ApiVersions FinalizedFeaturesEpoch, which
+// every KRaft broker reports): nothing tells when it has applied a
+// change.
+var ErrWaitUnsupported = errors.New("factory: a broker does not report its applied metadata offset (ApiVersions FinalizedFeaturesEpoch)")
 
 // BrokerProgress is how far one broker is in a WaitApplied.
 type BrokerProgress struct {
@@ -55,8 +55,7 @@ type BrokerProgress struct {
 	Node int32
 	Addr string
 	// Applied is the offset of the last metadata record the broker said
-	// it has applied; -1 before it said (or when it says nothing, see
-	// ErrWaitUnsupported).
+	// it has applied; -1 before it said.
 	Applied int64
 	// Done: the broker has applied the token and, with WaitTopics,
 	// serves every partition of the topics with a leader.
@@ -493,16 +492,11 @@ func (w *waiter) ask(ctx context.Context, cls brokerClients, p BrokerProgress) (
 		return p, nil
 	}
 	if applied < 0 && target >= 0 {
-		// No offset from the broker: a KIP-1243 broker answers a
-		// stamped request only once it applied tok, and its answer
-		// moves the store to at least tok.
-		if _, err := metadata(actx, cls.stamped); err != nil {
-			p.Err = err
-			return p, nil
-		}
-		if cur := w.f.Token(); cur.ClusterID() != w.tok.ClusterID() || cur.Offset() < target {
-			return p, fmt.Errorf("%w: broker %d (%s)", ErrWaitUnsupported, p.Node, p.Addr)
-		}
+		// Nothing tells when this broker applies tok. That a stamped
+		// request is answered proves it only on a KIP-1243 broker, and
+		// which brokers are is not known here: the store may hold tok
+		// from the cluster's quorum, not from this broker's headers.
+		return p, fmt.Errorf("%w: broker %d (%s)", ErrWaitUnsupported, p.Node, p.Addr)
 	}
 	if len(w.cfg.topics) > 0 {
 		resp, err := metadata(actx, cls.stamped, w.cfg.topics...)

@@ -63,10 +63,9 @@ func plainMetadata(t *testing.T, lc *localcluster.Cluster, node int32, topic str
 // one broker applying half a second late, WaitApplied returns only once
 // every broker has applied the factory's token and lists every partition
 // with a leader to a client that carries no token; progress reaches done
-// for each broker. On KIP-1243 brokers, on brokers like Kafka 4.4 (no
-// header tokens) and on KIP-1243 brokers that report no applied offset in
-// ApiVersions (the stamped request proves it). Without the wait, broker 2
-// still lacks the topic (checked by removing the call once).
+// for each broker. On KIP-1243 brokers and on brokers like Kafka 4.4 (no
+// header tokens). Without the wait, broker 2 still lacks the topic
+// (checked by removing the call once).
 func TestWaitAppliedEveryBroker(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -74,7 +73,6 @@ func TestWaitAppliedEveryBroker(t *testing.T) {
 	}{
 		{"native", nil},
 		{"kafka44", []localcluster.Opt{localcluster.Native(false)}},
-		{"native-no-features-epoch", []localcluster.Opt{localcluster.FeaturesEpoch(false)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lc := waitCluster(t, append(tc.opts, localcluster.BrokerLag(2, 500*time.Millisecond))...)
@@ -320,4 +318,31 @@ func ExampleFactory_WaitApplied() {
 		fmt.Println("every broker serves orders: start the next process")
 	}
 	// Output: every broker serves orders: start the next process
+}
+
+// TestWaitAppliedUnsupported: brokers that report no applied offset
+// cannot be waited for: an error at once, not a timeout nor a false
+// success (a first version took a stamped request's answer for proof,
+// and succeeded here: the factory's emulation had put the committed
+// offset in the store). Topics alone can still be waited for.
+func TestWaitAppliedUnsupported(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []localcluster.Opt
+	}{
+		{"kip1243", []localcluster.Opt{localcluster.FeaturesEpoch(false)}},
+		{"no-tokens", []localcluster.Opt{localcluster.Native(false), localcluster.FeaturesEpoch(false)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lc := waitCluster(t, append(tc.opts, localcluster.SeedTopics(1, "seeded"))...)
+			f := waitFactory(t, lc)
+			tok := consistency.MustOf("wait-cluster", lc.LogEnd())
+			err := f.WaitApplied(testCtx(t), tok)
+			require.ErrorIs(t, err, ErrWaitUnsupported)
+			require.NotErrorIs(t, err, ErrBrokersBehind)
+			// A factory with no token of its own can wait for topics.
+			fresh := waitFactory(t, lc)
+			require.NoError(t, fresh.WaitApplied(testCtx(t), consistency.Unknown(), WaitTopics("seeded")))
+		})
+	}
 }
