@@ -37,7 +37,8 @@
 // not), or Factory.Accept, both of which ask the cluster first and refuse
 // a token of another cluster or beyond the committed metadata offset
 // (TokenError). A store that holds such a token anyway heals itself on the
-// first long wait (EventTokenHealed).
+// first long wait (EventTokenHealed). Factory.WaitApplied waits until every
+// broker has applied a token, for processes that share no store (cmd/kconsist).
 //
 // The factory also applies KIP-1242 (misrouted connections): see package
 // rebootstrap for metadata.recovery.strategy and

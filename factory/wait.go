@@ -1,0 +1,588 @@
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+// Waiting for every broker.
+//
+// A factory's own clients never see a broker that is behind their token:
+// each request waits for its broker. Another process does not share the
+// factory's store: a shell script that creates a topic and then starts a
+// service, a client in another language, a test suite. For those the
+// factory can wait until every broker of the cluster has applied a token,
+// and only then let the other process go (WaitApplied; the kconsist
+// command's --wait).
+//
+// A broker's applied offset is asked directly of each broker, with
+// ApiVersions: every KRaft broker (Apache Kafka 3.x and 4.x, and a
+// KIP-1243 broker, whose header tokens are the same offsets) answers its
+// FinalizedFeaturesEpoch, the offset of the last metadata record it has
+// applied, and no broker holds an ApiVersions request for a token. A
+// broker that answers no such offset cannot be waited for
+// (ErrWaitUnsupported). The topics of WaitTopics are then asked with a
+// request that carries the token, which a KIP-1243 broker (or the
+// factory's emulation of one) answers only once it has applied it.
+
+// ErrBrokersBehind is matched (errors.Is) by the *WaitError that
+// WaitApplied returns when its context ends before every broker has
+// applied the token.
+var ErrBrokersBehind = errors.New("factory: brokers still behind the consistency token")
+
+// ErrWaitUnsupported is returned by WaitApplied when a broker reports no
+// applied metadata offset (no ApiVersions FinalizedFeaturesEpoch, which
+// every KRaft broker reports): nothing tells when it has applied a
+// change.
+var ErrWaitUnsupported = errors.New("factory: a broker does not report its applied metadata offset (ApiVersions FinalizedFeaturesEpoch)")
+
+// BrokerProgress is how far one broker is in a WaitApplied.
+type BrokerProgress struct {
+	// Node is the broker's node id, Addr its host:port.
+	Node int32
+	Addr string
+	// Applied is the offset of the last metadata record the broker said
+	// it has applied; -1 before it said.
+	Applied int64
+	// Done: the broker has applied the token and, with WaitTopics,
+	// serves every partition of the topics with a leader.
+	Done bool
+	// Pending names what the broker does not serve yet with WaitTopics:
+	// a topic it does not know, or "topic/partition" without a leader.
+	Pending []string
+	// Err is why the last question to the broker failed; nil once it
+	// answered.
+	Err error
+}
+
+func (p BrokerProgress) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "broker %d (%s)", p.Node, p.Addr)
+	switch {
+	case p.Done:
+		b.WriteString(" done")
+	case p.Applied >= 0:
+		fmt.Fprintf(&b, " at offset %d", p.Applied)
+	default:
+		b.WriteString(" has not answered")
+	}
+	if len(p.Pending) > 0 {
+		fmt.Fprintf(&b, ", not serving %s", strings.Join(p.Pending, ", "))
+	}
+	if p.Err != nil {
+		fmt.Fprintf(&b, " (last error: %v)", p.Err)
+	}
+	return b.String()
+}
+
+// WaitError reports the brokers still behind when a WaitApplied's context
+// ended. It matches ErrBrokersBehind, and the context's error
+// (context.DeadlineExceeded, context.Canceled), with errors.Is.
+type WaitError struct {
+	// Token is the token waited for; Unknown when only topics were.
+	Token consistency.Token
+	// Behind lists the brokers not done, by node id.
+	Behind []BrokerProgress
+	// Brokers is the number of brokers waited for.
+	Brokers int
+	// Err is why the wait ended: the context's error.
+	Err error
+}
+
+func (e *WaitError) Error() string {
+	parts := make([]string, len(e.Behind))
+	for i, p := range e.Behind {
+		parts[i] = p.String()
+		if !e.Token.IsUnknown() && p.Applied >= 0 {
+			parts[i] += fmt.Sprintf(", %d behind", e.Token.Offset()-p.Applied)
+		}
+	}
+	what := "token " + e.Token.String()
+	if e.Token.IsUnknown() {
+		what = "the topics"
+	}
+	return fmt.Sprintf("factory: %d of %d brokers had not applied %s when the wait ended (%v): %s",
+		len(e.Behind), e.Brokers, what, e.Err, strings.Join(parts, "; "))
+}
+
+// Is matches ErrBrokersBehind.
+func (e *WaitError) Is(target error) bool { return target == ErrBrokersBehind }
+
+// Unwrap returns the context's error.
+func (e *WaitError) Unwrap() error { return e.Err }
+
+// WaitOpt is an option of WaitApplied.
+type WaitOpt interface{ applyWait(*waitConfig) }
+
+type waitConfig struct {
+	topics   []string
+	progress func(BrokerProgress)
+	poll     time.Duration
+	ask      time.Duration
+}
+
+type waitOpt func(*waitConfig)
+
+func (o waitOpt) applyWait(c *waitConfig) { o(c) }
+
+// WaitTopics also waits until every broker's Metadata answer lists every
+// partition of topics with a leader: what a produce to a topic just
+// created needs, on whichever broker the producer asks. A topic a broker
+// does not know, or a partition without a leader, keeps the wait going.
+func WaitTopics(topics ...string) WaitOpt {
+	return waitOpt(func(c *waitConfig) { c.topics = append(c.topics, topics...) })
+}
+
+// WaitProgress calls fn whenever a broker's progress changes: a new
+// applied offset, an error, done. Calls are never concurrent and come
+// from the goroutine that called WaitApplied; fn must not block for long.
+func WaitProgress(fn func(BrokerProgress)) WaitOpt {
+	return waitOpt(func(c *waitConfig) { c.progress = fn })
+}
+
+// WaitPoll sets the longest pause between two questions to a broker that
+// is behind (default 200ms; the first pauses are shorter). A KRaft broker
+// applies a no-op record every 500ms even when idle, so asking more often
+// than that only shows offsets that no write needs.
+func WaitPoll(d time.Duration) WaitOpt {
+	return waitOpt(func(c *waitConfig) {
+		if d > 0 {
+			c.poll = d
+		}
+	})
+}
+
+// CommittedToken asks the cluster behind the bootstrap servers for its
+// committed token: its cluster id and the offset of the last committed
+// record of its metadata log (DescribeQuorum's high watermark less one).
+// Every write the cluster has answered is at or before it, so waiting for
+// it (WaitApplied) waits for every change made so far, by anyone. It
+// needs DESCRIBE on CLUSTER, as DescribeQuorum does. Every bootstrap
+// server is asked at once and the first answer counts, so that a broker
+// holding the factory's requests until it catches up delays nothing.
+func (f *Factory) CommittedToken(ctx context.Context) (consistency.Token, error) {
+	return firstSeed(ctx, f, committedToken)
+}
+
+// committedToken asks one broker for the cluster id and DescribeQuorum.
+func committedToken(ctx context.Context, b *kgo.Broker) (consistency.Token, error) {
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.Topics = []kmsg.MetadataRequestTopic{}
+	mresp, err := b.RetriableRequest(ctx, meta)
+	if err != nil {
+		return consistency.Token{}, fmt.Errorf("factory: asking the cluster id: %w", err)
+	}
+	id := mresp.(*kmsg.MetadataResponse).ClusterID
+	if id == nil || *id == "" {
+		return consistency.Token{}, fmt.Errorf("factory: the cluster did not say its id")
+	}
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	t.Partitions = append(t.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, t)
+	r, err := b.RetriableRequest(ctx, req)
+	if err != nil {
+		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: %w", err)
+	}
+	resp := r.(*kmsg.DescribeQuorumResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: %w", err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: answer without the metadata partition")
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: %w", err)
+	}
+	if p.HighWatermark < 1 {
+		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: high watermark %d", p.HighWatermark)
+	}
+	return consistency.Of(*id, p.HighWatermark-1)
+}
+
+// firstSeed asks every bootstrap server at once with ask, through a client
+// of f, and returns the first answer without error, or else the last
+// error.
+func firstSeed[T any](ctx context.Context, f *Factory, ask func(context.Context, *kgo.Broker) (T, error)) (T, error) {
+	var zero T
+	cl, err := f.KgoClient()
+	if err != nil {
+		return zero, err
+	}
+	defer cl.Close()
+	// Questions still under way end (cancel) before they are waited for.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		v   T
+		err error
+	}
+	seeds := cl.SeedBrokers()
+	answers := make(chan answer, len(seeds))
+	for _, b := range seeds {
+		wg.Go(func() {
+			v, err := ask(sctx, b)
+			answers <- answer{v, err}
+		})
+	}
+	last := errors.New("no bootstrap servers")
+	for range seeds {
+		a := <-answers
+		if a.err == nil {
+			return a.v, nil
+		}
+		last = a.err
+	}
+	return zero, last
+}
+
+// WaitApplied returns once every broker of the cluster has applied tok,
+// the factory's own token (Token) when tok is Unknown: from then on any
+// client, of any process, sees on every broker what tok's holder wrote.
+// A token the factory does not hold already (of another cluster, or
+// beyond its own) is first checked: one of another cluster or beyond the
+// cluster's committed metadata offset is refused at once with a
+// *TokenError (see CheckToken). With
+// an Unknown tok and no token of its own the factory has nothing to wait
+// for, except the topics of WaitTopics.
+//
+// When ctx ends first it returns a *WaitError naming the brokers still
+// behind and how far each has applied (errors.Is ErrBrokersBehind);
+// other errors say the cluster could not be asked at all. The brokers are
+// those the cluster lists when the wait starts.
+func (f *Factory) WaitApplied(ctx context.Context, tok consistency.Token, opts ...WaitOpt) error {
+	cfg := waitConfig{poll: 200 * time.Millisecond, ask: 5 * time.Second}
+	for _, o := range opts {
+		if o == nil {
+			return fmt.Errorf("%w: WaitApplied: a nil option", ErrConfig)
+		}
+		o.applyWait(&cfg)
+	}
+	for _, t := range cfg.topics {
+		if t == "" {
+			return fmt.Errorf("%w: WaitTopics: an empty topic name", ErrConfig)
+		}
+	}
+	if tok.IsUnknown() {
+		tok = f.Token()
+	}
+	// Each broker is asked through clients whose only bootstrap server it
+	// is, so that no question waits for another broker, nor for the
+	// cluster's metadata (which a broker behind the factory's token may
+	// hold): ApiVersions through a client of the factory (never held), and
+	// what must carry tok through a client of a factory holding it.
+	stamped := f
+	if cur := f.Token(); !tok.IsUnknown() && (cur.ClusterID() != tok.ClusterID() || cur.Offset() < tok.Offset()) {
+		// A token the factory does not hold yet is checked and carried
+		// by a factory of its own; the factory's own came from brokers.
+		wf, err := f.WithToken(ctx, tok)
+		if err != nil {
+			return err
+		}
+		defer wf.Close()
+		stamped = wf
+	}
+	brokers, err := f.listBrokers(ctx)
+	if err != nil {
+		return fmt.Errorf("factory: listing the cluster's brokers: %w", err)
+	}
+	w := &waiter{f: f, cfg: cfg, tok: tok, stamped: stamped}
+	return w.run(ctx, brokers)
+}
+
+// listBrokers returns the cluster's brokers by node id, as the first
+// bootstrap server to answer lists them.
+func (f *Factory) listBrokers(ctx context.Context) ([]BrokerProgress, error) {
+	return firstSeed(ctx, f, func(ctx context.Context, b *kgo.Broker) ([]BrokerProgress, error) {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		resp, err := b.RetriableRequest(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		brokers := resp.(*kmsg.MetadataResponse).Brokers
+		if len(brokers) == 0 {
+			return nil, errors.New("the cluster lists no brokers")
+		}
+		out := make([]BrokerProgress, 0, len(brokers))
+		for _, b := range brokers {
+			out = append(out, BrokerProgress{Node: b.NodeID, Addr: net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), Applied: -1})
+		}
+		slices.SortFunc(out, func(a, b BrokerProgress) int { return int(a.Node) - int(b.Node) })
+		return out, nil
+	})
+}
+
+type waiter struct {
+	f       *Factory
+	cfg     waitConfig
+	tok     consistency.Token
+	stamped *Factory // f, or a factory holding tok
+}
+
+// brokerClients are the clients one broker is asked through, each with
+// that broker as its only bootstrap server.
+type brokerClients struct {
+	probe   *kgo.Client // carries the factory's token: ApiVersions is never held
+	stamped *kgo.Client // carries tok
+}
+
+func (w *waiter) clients(addr string) (brokerClients, error) {
+	probe, err := w.f.KgoClient(BootstrapServers(addr))
+	if err != nil {
+		return brokerClients{}, err
+	}
+	if w.stamped == w.f {
+		return brokerClients{probe: probe, stamped: probe}, nil
+	}
+	stamped, err := w.stamped.KgoClient(BootstrapServers(addr))
+	if err != nil {
+		probe.Close()
+		return brokerClients{}, err
+	}
+	return brokerClients{probe: probe, stamped: stamped}, nil
+}
+
+func (c brokerClients) close() {
+	c.probe.Close()
+	if c.stamped != c.probe {
+		c.stamped.Close()
+	}
+}
+
+// seed returns the handle of the client's only bootstrap server.
+func seed(cl *kgo.Client) (*kgo.Broker, error) {
+	s := cl.SeedBrokers()
+	if len(s) != 1 {
+		return nil, fmt.Errorf("factory: a client for one broker has %d bootstrap servers", len(s))
+	}
+	return s[0], nil
+}
+
+// update is one broker's new progress, or the fatal error of its wait.
+type update struct {
+	i     int
+	p     BrokerProgress
+	fatal error
+}
+
+func (w *waiter) run(ctx context.Context, brokers []BrokerProgress) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	updates := make(chan update)
+	for i, b := range brokers {
+		wg.Go(func() { w.follow(wctx, i, b, updates) })
+	}
+	for _, p := range brokers {
+		w.report(p)
+	}
+	left := len(brokers)
+	for left > 0 {
+		select {
+		case u := <-updates:
+			if u.fatal != nil {
+				return u.fatal
+			}
+			brokers[u.i] = u.p
+			w.report(u.p)
+			if u.p.Done {
+				left--
+			}
+		case <-ctx.Done():
+			werr := &WaitError{Token: w.tok, Brokers: len(brokers), Err: ctx.Err()}
+			for _, p := range brokers {
+				if !p.Done {
+					werr.Behind = append(werr.Behind, p)
+				}
+			}
+			return werr
+		}
+	}
+	return nil
+}
+
+func (w *waiter) report(p BrokerProgress) {
+	if w.cfg.progress != nil {
+		w.cfg.progress(p)
+	}
+}
+
+// follow asks one broker until it is done, sending every change of its
+// progress; it returns when done or when ctx ends.
+func (w *waiter) follow(ctx context.Context, i int, p BrokerProgress, updates chan<- update) {
+	send := func(u update) bool {
+		select {
+		case updates <- u:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	cls, err := w.clients(p.Addr)
+	if err != nil {
+		send(update{i: i, fatal: err})
+		return
+	}
+	defer cls.close()
+	pause := 5 * time.Millisecond
+	for {
+		next, err := w.ask(ctx, cls, p)
+		if err != nil {
+			send(update{i: i, fatal: err})
+			return
+		}
+		if changed(p, next) {
+			if !send(update{i: i, p: next}) {
+				return
+			}
+		}
+		p = next
+		if p.Done {
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		pause = min(2*pause, w.cfg.poll)
+	}
+}
+
+func changed(a, b BrokerProgress) bool {
+	return a.Applied != b.Applied || a.Done != b.Done || !slices.Equal(a.Pending, b.Pending) ||
+		(a.Err == nil) != (b.Err == nil) || (a.Err != nil && a.Err.Error() != b.Err.Error())
+}
+
+// ask asks the broker of p once how far it is, and returns its new
+// progress; an error is fatal to the whole wait (ErrWaitUnsupported).
+func (w *waiter) ask(ctx context.Context, cls brokerClients, p BrokerProgress) (BrokerProgress, error) {
+	actx, cancel := context.WithTimeout(ctx, w.cfg.ask)
+	defer cancel()
+	applied, err := appliedOffset(actx, cls.probe)
+	if err != nil {
+		p.Err = err
+		return p, nil
+	}
+	p.Err = nil
+	p.Applied = max(p.Applied, applied)
+	target := w.tok.Offset() // -1 when Unknown: nothing to wait for
+	if applied >= 0 && applied < target {
+		return p, nil
+	}
+	if applied < 0 && target >= 0 {
+		// Nothing tells when this broker applies tok. That a stamped
+		// request is answered proves it only on a KIP-1243 broker, and
+		// which brokers are is not known here: the store may hold tok
+		// from the cluster's quorum, not from this broker's headers.
+		return p, fmt.Errorf("%w: broker %d (%s)", ErrWaitUnsupported, p.Node, p.Addr)
+	}
+	if len(w.cfg.topics) > 0 {
+		resp, err := metadata(actx, cls.stamped, w.cfg.topics...)
+		if err != nil {
+			p.Err = err
+			return p, nil
+		}
+		p.Pending = pending(resp, w.cfg.topics)
+		if len(p.Pending) > 0 {
+			return p, nil
+		}
+	}
+	p.Done = true
+	return p, nil
+}
+
+// appliedOffset returns the ApiVersions FinalizedFeaturesEpoch of the
+// client's only broker, or -1 when it has none.
+func appliedOffset(ctx context.Context, cl *kgo.Client) (int64, error) {
+	b, err := seed(cl)
+	if err != nil {
+		return -1, err
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName = "kconsist"
+	req.ClientSoftwareVersion = "wait"
+	resp, err := b.Request(ctx, req)
+	if err != nil {
+		return -1, err
+	}
+	r := resp.(*kmsg.ApiVersionsResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return -1, err
+	}
+	if r.Version < 3 || r.FinalizedFeaturesEpoch < 0 {
+		return -1, nil
+	}
+	return r.FinalizedFeaturesEpoch, nil
+}
+
+// metadata asks the client's only broker for topics (none: brokers only).
+func metadata(ctx context.Context, cl *kgo.Client, topics ...string) (*kmsg.MetadataResponse, error) {
+	b, err := seed(cl)
+	if err != nil {
+		return nil, err
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := b.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.MetadataResponse), nil
+}
+
+// pending returns what a Metadata answer does not serve of topics yet:
+// topics it does not know, partitions without a leader.
+func pending(r *kmsg.MetadataResponse, topics []string) []string {
+	var out []string
+	seen := make(map[string]bool, len(topics))
+	for _, t := range r.Topics {
+		if t.Topic == nil || !slices.Contains(topics, *t.Topic) {
+			continue
+		}
+		name := *t.Topic
+		seen[name] = true
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil || len(t.Partitions) == 0 {
+			out = append(out, name)
+			continue
+		}
+		for _, part := range t.Partitions {
+			if part.Leader < 0 || part.ErrorCode != 0 {
+				out = append(out, name+"/"+strconv.Itoa(int(part.Partition)))
+			}
+		}
+	}
+	for _, t := range topics {
+		if !seen[t] {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
