@@ -296,7 +296,7 @@ func (f *Factory) WaitApplied(ctx context.Context, tok consistency.Token, opts .
 		if err != nil {
 			return err
 		}
-		defer wf.Close()
+		defer wf.Close(context.WithoutCancel(ctx)) // a child: returns at once
 		stamped = wf
 	}
 	brokers, err := f.listBrokers(ctx)

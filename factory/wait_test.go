@@ -13,6 +13,7 @@ import (
 
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/integration/localcluster"
+	"github.com/kconsist/kconsist/internal/testkit"
 )
 
 func waitCluster(t *testing.T, opts ...localcluster.Opt) *localcluster.Cluster {
@@ -27,7 +28,7 @@ func waitFactory(t *testing.T, lc *localcluster.Cluster) *Factory {
 	t.Helper()
 	f, err := New(BootstrapServers(lc.Addrs()...))
 	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	return f
 }
 
@@ -36,7 +37,7 @@ func createTopic(t *testing.T, f *Factory, topic string, partitions int32) {
 	adm, err := f.Admin()
 	require.NoError(t, err)
 	defer adm.Kgo().Close()
-	resp, err := adm.CreateTopic(testCtx(t), partitions, 1, nil, topic)
+	resp, err := adm.CreateTopic(testkit.Ctx(t), partitions, 1, nil, topic)
 	require.NoError(t, err)
 	require.NoError(t, resp.Err)
 }
@@ -52,7 +53,7 @@ func plainMetadata(t *testing.T, lc *localcluster.Cluster, node int32, topic str
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	resp, err := cl.Broker(int(node)).Request(testCtx(t), req)
+	resp, err := cl.Broker(int(node)).Request(testkit.Ctx(t), req)
 	require.NoError(t, err)
 	r := resp.(*kmsg.MetadataResponse)
 	require.Len(t, r.Topics, 1)
@@ -82,7 +83,7 @@ func TestWaitAppliedEveryBroker(t *testing.T) {
 			require.False(t, tok.IsUnknown())
 
 			done := map[int32]bool{}
-			err := f.WaitApplied(testCtx(t), consistency.Unknown(), WaitTopics("orders"), WaitProgress(func(p BrokerProgress) {
+			err := f.WaitApplied(testkit.Ctx(t), consistency.Unknown(), WaitTopics("orders"), WaitProgress(func(p BrokerProgress) {
 				if p.Done {
 					done[p.Node] = true
 				}
@@ -114,7 +115,7 @@ func TestWaitAppliedHandedToken(t *testing.T) {
 
 	reader := waitFactory(t, lc)
 	require.True(t, reader.Token().IsUnknown())
-	require.NoError(t, reader.WaitApplied(testCtx(t), tok, WaitTopics("handed")))
+	require.NoError(t, reader.WaitApplied(testkit.Ctx(t), tok, WaitTopics("handed")))
 	for node := range int32(3) {
 		applied, err := lc.AppliedOffset(node)
 		require.NoError(t, err)
@@ -165,13 +166,13 @@ func TestWaitAppliedRefusesBadTokens(t *testing.T) {
 	lc := waitCluster(t)
 	f := waitFactory(t, lc)
 
-	err := f.WaitApplied(testCtx(t), consistency.MustOf("another-cluster", 3))
+	err := f.WaitApplied(testkit.Ctx(t), consistency.MustOf("another-cluster", 3))
 	require.ErrorIs(t, err, consistency.ErrClusterMismatch)
 	var terr *TokenError
 	require.ErrorAs(t, err, &terr)
 	require.NotErrorIs(t, err, ErrBrokersBehind)
 
-	err = f.WaitApplied(testCtx(t), consistency.MustOf("wait-cluster", lc.LogEnd()+1000))
+	err = f.WaitApplied(testkit.Ctx(t), consistency.MustOf("wait-cluster", lc.LogEnd()+1000))
 	require.ErrorIs(t, err, consistency.ErrFutureToken)
 	require.ErrorAs(t, err, &terr)
 	require.Equal(t, lc.LogEnd(), terr.Committed)
@@ -182,8 +183,8 @@ func TestWaitAppliedRefusesBadTokens(t *testing.T) {
 func TestWaitAppliedTopicsOnly(t *testing.T) {
 	lc := waitCluster(t, localcluster.SeedTopics(2, "seeded"))
 	f := waitFactory(t, lc)
-	require.NoError(t, f.WaitApplied(testCtx(t), consistency.Unknown()))
-	require.NoError(t, f.WaitApplied(testCtx(t), consistency.Unknown(), WaitTopics("seeded")))
+	require.NoError(t, f.WaitApplied(testkit.Ctx(t), consistency.Unknown()))
+	require.NoError(t, f.WaitApplied(testkit.Ctx(t), consistency.Unknown(), WaitTopics("seeded")))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -196,8 +197,8 @@ func TestWaitAppliedTopicsOnly(t *testing.T) {
 	}
 	require.Contains(t, err.Error(), "not serving missing")
 
-	require.ErrorIs(t, f.WaitApplied(testCtx(t), consistency.Unknown(), WaitTopics("")), ErrConfig)
-	require.ErrorIs(t, f.WaitApplied(testCtx(t), consistency.Unknown(), nil), ErrConfig)
+	require.ErrorIs(t, f.WaitApplied(testkit.Ctx(t), consistency.Unknown(), WaitTopics("")), ErrConfig)
+	require.ErrorIs(t, f.WaitApplied(testkit.Ctx(t), consistency.Unknown(), nil), ErrConfig)
 }
 
 // TestCommittedToken: the cluster's id and the offset of its last
@@ -206,7 +207,7 @@ func TestCommittedToken(t *testing.T) {
 	lc := waitCluster(t)
 	f := waitFactory(t, lc)
 	createTopic(t, f, "c", 1)
-	tok, err := f.CommittedToken(testCtx(t))
+	tok, err := f.CommittedToken(testkit.Ctx(t))
 	require.NoError(t, err)
 	require.Equal(t, consistency.MustOf("wait-cluster", lc.LogEnd()), tok)
 	require.GreaterOrEqual(t, tok.Offset(), f.Token().Offset())
@@ -217,7 +218,7 @@ func TestCommittedToken(t *testing.T) {
 func TestWaitAppliedUnreachable(t *testing.T) {
 	f, err := New(BootstrapServers("127.0.0.1:1"))
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err = f.WaitApplied(ctx, consistency.Unknown())
@@ -292,7 +293,7 @@ func ExampleFactory_WaitApplied() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	adm, err := f.Admin()
 	if err != nil {
 		panic(err)
@@ -337,12 +338,12 @@ func TestWaitAppliedUnsupported(t *testing.T) {
 			lc := waitCluster(t, append(tc.opts, localcluster.SeedTopics(1, "seeded"))...)
 			f := waitFactory(t, lc)
 			tok := consistency.MustOf("wait-cluster", lc.LogEnd())
-			err := f.WaitApplied(testCtx(t), tok)
+			err := f.WaitApplied(testkit.Ctx(t), tok)
 			require.ErrorIs(t, err, ErrWaitUnsupported)
 			require.NotErrorIs(t, err, ErrBrokersBehind)
 			// A factory with no token of its own can wait for topics.
 			fresh := waitFactory(t, lc)
-			require.NoError(t, fresh.WaitApplied(testCtx(t), consistency.Unknown(), WaitTopics("seeded")))
+			require.NoError(t, fresh.WaitApplied(testkit.Ctx(t), consistency.Unknown(), WaitTopics("seeded")))
 		})
 	}
 }

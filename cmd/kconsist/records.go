@@ -59,7 +59,7 @@ record was produced.`,
 			if err != nil {
 				return err
 			}
-			defer f.Close()
+			defer f.Close(context.Background())
 			var header []byte
 			if tokenHeader != "" {
 				if tok.IsUnknown() {
@@ -191,7 +191,7 @@ with exit status 6 or 5.`,
 			if err != nil {
 				return err
 			}
-			defer f.Close()
+			defer f.Close(context.Background())
 			opts := []factory.KgoClientOpt{factory.ConsumeTopics(topic)}
 			if !fromEnd {
 				opts = append(opts, factory.AutoOffsetReset(factory.ResetEarliest))

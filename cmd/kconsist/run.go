@@ -191,7 +191,7 @@ func (a *app) connect(ctx context.Context) (*factory.Factory, error) {
 		return nil, usageError{err}
 	}
 	if err := ping(ctx, f, auth); err != nil {
-		f.Close()
+		f.Close(context.Background())
 		return nil, err
 	}
 	return f, nil

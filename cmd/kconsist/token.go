@@ -34,7 +34,7 @@ on CLUSTER (DescribeQuorum).`,
 			if err != nil {
 				return err
 			}
-			defer f.Close()
+			defer f.Close(context.Background())
 			tok, err := f.CommittedToken(ctx)
 			if err != nil {
 				return err
@@ -83,7 +83,7 @@ the topics with a leader. Exits 3, naming the brokers still behind, when
 			if err != nil {
 				return err
 			}
-			defer f.Close()
+			defer f.Close(context.Background())
 			if tok.IsUnknown() {
 				if tok, err = f.CommittedToken(ctx); err != nil {
 					return err

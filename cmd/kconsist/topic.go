@@ -209,12 +209,12 @@ func (a *app) admin(ctx context.Context, do func(context.Context, *factory.Facto
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer f.Close(context.Background())
 	adm, err := f.Admin()
 	if err != nil {
 		return err
 	}
-	defer closeClient(adm)
+	defer func() { _ = adm.Close(context.WithoutCancel(ctx)) }()
 	out, err := do(ctx, f, adm)
 	if err != nil {
 		return err
@@ -260,17 +260,4 @@ func tokOrNone(tok consistency.Token) string {
 		return "(none)"
 	}
 	return tok.Encode()
-}
-
-// closeClient closes an SDK client whichever Close it has: Close() or
-// Close(ctx) error.
-func closeClient(c any) {
-	switch c := c.(type) {
-	case interface{ Close(context.Context) error }:
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-	case interface{ Close() }:
-		c.Close()
-	}
 }
