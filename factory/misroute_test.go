@@ -202,9 +202,14 @@ func TestMisroutedBrokerNotHammered(t *testing.T) {
 	require.NoError(t, <-done)
 	t.Logf("%d requests to broker 0 and %d connections to its misrouted address in %v, %d rebootstraps",
 		asks, dials, hold, f.Stats().Rebootstraps)
-	// Pauses of 80, 160, 320, 640 and 800 ms leave room for 7 dials in
-	// 3 s.
-	require.LessOrEqual(t, dials, uint64(7), "dials to the misrouted address")
+	// Pauses of 80, 160, 320, 640 and 800 ms leave room for 7 dials of the
+	// producer's client in 3 s (the pauses themselves are asserted exactly
+	// on a synctest clock in internal/wire's refused_test.go). The bound
+	// here is generous, 12, because other clients of the factory may dial
+	// the address once each (the emulator's probe client, before it finds
+	// kfake reports no applied offset) and a loaded machine stretches the
+	// 3 s loop; without pacing kgo dialled 2,726 times.
+	require.LessOrEqual(t, dials, uint64(12), "dials to the misrouted address")
 	require.Positive(t, f.Stats().Rebootstraps)
 	require.Equal(t, int64(0), testkit.EndOffset(ctx, t, realB, "t"), "nothing reaches cluster B")
 	require.Equal(t, int64(2), testkit.EndOffset(ctx, t, realA, "t"))
