@@ -133,6 +133,7 @@ func (s *Session) newKgo(b Build, store consistency.Store, shared bool) (*kgo.Cl
 			wcfg.Adopt = s.adopt(b)
 		}
 		wcfg.Emulator = s.emu
+		wcfg.Healer = s.healer
 		rb = newRebootstrapOpts(b.Strategy, b.ClusterCheck, b.Seeds, func() {
 			s.stats.rebootstraps.Add(1)
 			s.watcher.Rebootstrapped()

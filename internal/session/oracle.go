@@ -216,6 +216,19 @@ func (o *oracle) Applied(ctx context.Context, addr string) (int64, error) {
 
 var _ wire.Oracle = (*oracle)(nil)
 
+// replaces reports whether the healer may replace a store's token of
+// another cluster than cluster, the bootstrap servers' one, by cluster's
+// committed offset: not when the factory is pinned (it never follows),
+// nor when the watcher knows another cluster behind the bootstrap
+// servers (a cluster change, which the watcher reports and resets for).
+func (s *Session) replaces(cluster string) bool {
+	if s.cfg.Base.Pin != "" {
+		return false
+	}
+	known := s.watcher.Cluster()
+	return known == "" || known == cluster
+}
+
 // healed reports a store lowered to the committed offset.
 func (s *Session) healed(from, to consistency.Token) {
 	if s.cfg.OnTokenHealed != nil {

@@ -18,6 +18,7 @@ type inflight struct {
 	corr         int32
 	flexible     bool  // the response header is flexible
 	raw          bool  // SaslHandshake v0: raw SASL frames follow its response
+	watched      bool  // its answer is watched for a hold (see held.go)
 	sent         int64 // token the request carried, -1 for none
 	key, version int16
 }
@@ -122,6 +123,7 @@ type link struct {
 	dead           atomic.Bool   // the connection failed or was closed: no answer will come
 	noAck          atomic.Uint64 // the last acks=0 produce written (see noack.go)
 	movedAnnounced atomic.Bool   // the Relocator was told (see relocate.go)
+	held           heldWatch     // requests held for a token (see held.go)
 }
 
 // requestWriter is the writing half of a conn; see conn.

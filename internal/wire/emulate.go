@@ -437,6 +437,7 @@ func (e *Emulator) learnCommitted(ctx context.Context) {
 		return
 	}
 	e.learnt.Add(1)
+	e.healer.noteCommitted(c)
 	e.verified.Store(true)
 	e.advance(c)
 }

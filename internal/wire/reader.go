@@ -53,6 +53,11 @@ func (r *responseReader) read(p []byte) (int, error) {
 			n, rerr = r.Conn.Read(p)
 			if n == 0 {
 				if rerr != nil {
+					if e := r.held.aborted.Load(); e != nil {
+						rerr = e
+						r.rerr = e
+						return 0, e
+					}
 					if !r.dead.Load() && peerEnded(rerr) {
 						r.peerClosed()
 						r.i.noteClose(r.addr)
@@ -114,6 +119,9 @@ func (r *responseReader) scan(b []byte) (int, error) {
 			case ok && head.corr == r.rh.corr:
 				r.q.pop()
 				r.cur = head
+				if head.watched {
+					r.noteAnswered()
+				}
 			case r.noAckAnswer(r.rh.corr, &r.cur):
 				// An acks=0 produce answered anyway; the head still waits.
 			case ok:
@@ -316,6 +324,9 @@ func (r *responseReader) peerClosed() {
 // fail makes err sticky and closes the socket: no later answer can be
 // matched to its request.
 func (r *responseReader) fail(err error) {
+	if e := r.held.aborted.Load(); e != nil {
+		err = e
+	}
 	if r.rerr == nil {
 		r.rerr = err
 		r.dead.Store(true)

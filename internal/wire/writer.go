@@ -215,16 +215,21 @@ func (w *requestWriter) stamp(dst, src []byte) ([]byte, bool, error) {
 		}
 	}
 	if h.expectsAnswer {
+		watched := stamped && w.i.healer != nil && !mayBlock(h.key)
 		err := w.q.push(inflight{
 			corr:     h.corr,
 			flexible: responseFlexible(h.key, h.version),
 			raw:      h.key == saslHandshakeKey && h.version == 0,
+			watched:  watched,
 			sent:     sent,
 			key:      h.key,
 			version:  h.version,
 		}, w.stopWaiting)
 		if err != nil {
 			return dst, false, err
+		}
+		if watched {
+			w.noteWatched(h.key, cur)
 		}
 	} else {
 		w.noteNoAck(h)
