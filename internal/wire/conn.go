@@ -123,6 +123,7 @@ type link struct {
 	dead           atomic.Bool   // the connection failed or was closed: no answer will come
 	noAck          atomic.Uint64 // the last acks=0 produce written (see noack.go)
 	movedAnnounced atomic.Bool   // the Relocator was told (see relocate.go)
+	movedOK        atomic.Bool   // the broker answered the ApiVersions v5 naming the node without error (see relocate.go)
 	held           heldWatch     // requests held for a token (see held.go)
 }
 
@@ -143,9 +144,8 @@ type requestWriter struct {
 	bufs      net.Buffers
 	coal      []byte // a small write, copied together (see coalesceMax)
 
-	lastWrite    int64   // unix nanoseconds of the last Write (see idle.go)
-	peek         *peeker // made at the first idle check
-	movedChecked bool    // the first request named the node it was moved for
+	lastWrite int64   // unix nanoseconds of the last Write (see idle.go)
+	peek      *peeker // made at the first idle check
 }
 
 // responseReader is the reading half of a conn; see conn.

@@ -61,6 +61,9 @@ func (r *responseReader) inspect(req inflight, brokerAt int64, body []byte) ([]b
 				r.i.noteRefused(r.addr)
 			case 0:
 				r.i.noteAccepted(r.addr)
+				if r.moved != nil && req.version >= 5 {
+					r.movedOK.Store(true) // the broker checked the node it was named
+				}
 			}
 		}
 		if r.view != nil {

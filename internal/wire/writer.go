@@ -18,7 +18,7 @@ func (w *requestWriter) write(p []byte) (int, error) {
 	if w.idleClosed(time.Now().UnixNano()) {
 		return 0, w.idleClosedError()
 	}
-	if w.moved != nil && !w.movedChecked {
+	if w.moved != nil && !w.movedOK.Load() {
 		if err := w.checkMoved(p); err != nil {
 			return 0, err
 		}
