@@ -81,6 +81,10 @@ func (q *inflights) each(fn func(inflight) bool) {
 // inspection; larger frames (only fetches come close) pass uninspected.
 const maxHeldFrame = 64 << 20
 
+// maxKeptHold is the largest buffer of a held frame a connection keeps for
+// the next one; a larger one is dropped once kgo has read it.
+const maxKeptHold = 64 << 10
+
 // conn intercepts one broker connection. It is two halves over one link:
 //
 //   - the requestWriter, owned by the goroutine that calls Write (kgo

@@ -145,3 +145,26 @@ func TestHealerReplacesForeignToken(t *testing.T) {
 		}
 	})
 }
+
+// TestLargeHeldAnswerNotKept: a connection keeps no buffer of a large
+// held answer once kgo has read it (a 4 MiB Metadata answer to a pinned
+// client must not stay 4 MiB per connection); a small one is reused.
+func TestLargeHeldAnswerNotKept(t *testing.T) {
+	for _, size := range []int{1 << 10, 4 << 20} {
+		c, m, _ := newTestConn(t, consistency.NewMemoryStore(), func(cfg *Config) {
+			cfg.ExpectedCluster = func() string { return "c" }
+		})
+		if _, err := c.Write(reqFrame(metadataReq(12), 1)); err != nil {
+			t.Fatal(err)
+		}
+		m.in = respFrame(1, []byte{0}, make([]byte, size))
+		got, err := readAll(c, 64<<10)
+		require.ErrorIs(t, err, io.EOF)
+		require.Len(t, got, len(respFrame(1, []byte{0}, make([]byte, size))))
+		if size > maxKeptHold {
+			require.Zero(t, cap(c.r.hold), "a %d-byte held answer is kept", size)
+		} else {
+			require.GreaterOrEqual(t, cap(c.r.hold), size, "a small buffer is reused")
+		}
+	}
+}

@@ -17,6 +17,11 @@ func (r *responseReader) read(p []byte) (int, error) {
 		if len(r.release) > 0 {
 			n := copy(p, r.release)
 			r.release = r.release[n:]
+			if len(r.release) == 0 && cap(r.hold) > maxKeptHold {
+				// A large held answer (a 4 MiB Metadata) is not kept
+				// for the connection's life.
+				r.hold, r.release = nil, nil
+			}
 			return n, nil
 		}
 		if r.rerr != nil {
