@@ -114,8 +114,11 @@ type link struct {
 	net.Conn
 	i     *Interceptor
 	addr  string
-	debug bool        // the logger wanted debug logs when the connection opened
-	view  *brokerView // the Emulator's view of this broker, nil without one
+	debug bool // the logger wanted debug logs when the connection opened
+	// view is the Emulator's view of this broker, nil without one: the
+	// address's at the dial, the node's once kgo's ApiVersions v5 named
+	// it (see Emulator.bind).
+	view atomic.Pointer[brokerView]
 	// moved, when not nil, is the node this connection was redirected to
 	// (see relocate.go): its first request must name it.
 	moved *moved
@@ -177,7 +180,7 @@ type responseReader struct {
 func newConn(i *Interceptor, c net.Conn, addr string, mv *moved) *conn {
 	cn := &conn{link: link{Conn: c, i: i, addr: addr, debug: i.debug(), moved: mv}}
 	if i.emu != nil {
-		cn.view = i.emu.view(addr)
+		cn.view.Store(i.emu.view(addr))
 	}
 	cn.w.link, cn.r.link = &cn.link, &cn.link
 	return cn

@@ -171,8 +171,8 @@ func (r *responseReader) scan(b []byte) (int, error) {
 			r.hold = r.hold[:0]
 			return pos, nil
 		}
-		if r.view != nil {
-			r.i.emu.afterRead(r.view, &answer{key: req.key, version: req.version, flexible: req.flexible,
+		if v := r.view.Load(); v != nil {
+			r.i.emu.afterRead(v, &answer{key: req.key, version: req.version, flexible: req.flexible,
 				token: r.rh.hasState && len(r.rh.state.ClusterID) > 0})
 		}
 	}
@@ -249,7 +249,7 @@ func (r *responseReader) shouldHold(req *inflight, h *respHeader) bool {
 	if req.key == apiVersionsKey {
 		return r.rbody >= 2 && r.rbody <= maxHeldFrame
 	}
-	if r.view != nil && r.rbody > 0 && r.rbody <= maxHeldFrame && r.i.emu.holds(r.view, req.key, h.hasState) {
+	if v := r.view.Load(); v != nil && r.rbody > 0 && r.rbody <= maxHeldFrame && r.i.emu.holds(v, req.key, h.hasState) {
 		return true
 	}
 	if req.key == metadataKey && r.pinned() != "" {

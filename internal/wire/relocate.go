@@ -254,13 +254,22 @@ func (w *requestWriter) checkMoved(p []byte) error {
 }
 
 // noteAPIVersions records the cluster and node that a whole ApiVersions
-// request p (parsed into w.wh) names, if it is v5 and names them.
+// request p (parsed into w.wh) names, if it is v5 and names them: for the
+// Relocator's table, and for the Emulator, which keys what it knows of a
+// broker by node and cluster (Emulator.bind).
 func (w *requestWriter) noteAPIVersions(p []byte) {
-	if w.wh.version < 5 || len(p) < w.wh.hdrLen {
+	if w.wh.version < 5 || len(p) < w.wh.hdrLen || (w.i.reloc.r == nil && w.i.emu == nil) {
 		return
 	}
-	if cluster, node, ok := apiVersionsIDs(p[w.wh.hdrLen:]); ok {
+	cluster, node, ok := apiVersionsIDs(p[w.wh.hdrLen:])
+	if !ok {
+		return
+	}
+	if w.i.reloc.r != nil {
 		w.i.noteNode(w.addr, cluster, node)
+	}
+	if w.i.emu != nil {
+		w.view.Store(w.i.emu.bind(w.addr, cluster, node))
 	}
 }
 

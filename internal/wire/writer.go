@@ -27,7 +27,7 @@ func (w *requestWriter) write(p []byte) (int, error) {
 	// state kept across writes.
 	if w.wbody == 0 && !w.winHeader && !w.wraw && len(p) <= coalesceMax {
 		if parseRequest(p, &w.wh) == nil && 4+int(w.wh.size) == len(p) {
-			if w.wh.key == apiVersionsKey && w.i.reloc.r != nil {
+			if w.wh.key == apiVersionsKey {
 				w.noteAPIVersions(p)
 			}
 			return w.writeFrame(p)
@@ -182,8 +182,8 @@ func (w *requestWriter) stamp(dst, src []byte) ([]byte, bool, error) {
 	stamped := false
 	sent := int64(-1)
 	cur := w.i.store.Load()
-	if w.view != nil {
-		waited, err := w.i.emu.beforeWrite(w.view, h.key, cur, nanosTime(w.wdl.Load()), w.stopWaiting)
+	if v := w.view.Load(); v != nil {
+		waited, err := w.i.emu.beforeWrite(v, h.key, cur, nanosTime(w.wdl.Load()), w.stopWaiting)
 		if err != nil {
 			return dst, false, err
 		}
