@@ -47,8 +47,10 @@ func (w *warnLog) all() []string {
 // with a token of another cluster given to a fresh factory, on a 3-broker
 // cluster whose brokers hold a request for their default WaitMax (5 s,
 // native) or whose requests the emulator holds (emulated), while every
-// caller gives up after 3 s, before any hold ends: the factory works again
-// within 3 s, with one EventTokenHealed and one warning.
+// caller gives up after 3 s, before any hold ends, or after 100 ms, before
+// a request has been held long enough to have the store checked (the
+// check then runs for a request whose caller is gone): the factory works
+// again within 3 s, with one EventTokenHealed and one warning.
 //
 // The 3 s bound is on what is measured (from the poisoning to the first
 // call that works), and generous: the heal is asked once a request has
@@ -59,61 +61,69 @@ func (w *warnLog) all() []string {
 func TestPoisonedStoreHealsAtDefaultHold(t *testing.T) {
 	for _, native := range []bool{true, false} {
 		for _, poison := range []string{"future", "foreign"} {
-			t.Run(fmt.Sprintf("native=%v/%s", native, poison), func(t *testing.T) {
-				c, err := localcluster.New(localcluster.Brokers(3), localcluster.Native(native))
-				require.NoError(t, err)
-				t.Cleanup(c.Close)
-				ctx := testCtx(t, 60*time.Second)
-
-				// The foreign token is given to a fresh factory; the future
-				// one is put into the store of a factory that has worked
-				// with the cluster already (its connections know whether
-				// the brokers send tokens).
-				store := consistency.NewMemoryStore()
-				if poison == "foreign" {
-					_, err = store.Advance(consistency.MustOf("another-cluster-xyz", 9_000))
-					require.NoError(t, err)
-				}
-				events := &healEvents{}
-				warns := &warnLog{}
-				f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(c.Addrs()...),
-					factory.WithObserver(events), factory.Logger(slog.New(warns)))
-				require.NoError(t, err)
-				defer f.Close()
-				adm, err := f.Admin()
-				require.NoError(t, err)
-				defer adm.Close()
-				start := time.Now()
-				if poison == "future" {
-					created, err := adm.CreateTopic(ctx, 1, 1, nil, "before")
-					require.NoError(t, err)
-					require.NoError(t, created.Err)
-					_, err = store.Advance(consistency.MustOf(c.ClusterID(), 9_000_000_000_000_000_000))
-					require.NoError(t, err)
-					start = time.Now()
-				}
-
-				var lastErr error
-				calls := 0
-				for time.Since(start) < 20*time.Second {
-					cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-					_, lastErr = adm.ListTopics(cctx)
-					cancel()
-					calls++
-					if lastErr == nil {
-						break
-					}
-				}
-				took := time.Since(start)
-				require.NoError(t, lastErr, "after %v and %d calls", took, calls)
-				t.Logf("working again after %v (%d calls); token %v", took.Round(time.Millisecond), calls, f.Token())
-				require.Less(t, took, 3*time.Second, "working again within 3 s")
-				tok := f.Token()
-				require.Equal(t, c.ClusterID(), tok.ClusterID())
-				require.LessOrEqual(t, tok.Offset(), c.LogEnd())
-				require.Equal(t, 1, events.count(), "one EventTokenHealed")
-				require.Len(t, warns.all(), 1, "one warning: %q", warns.all())
-			})
+			for _, deadline := range []time.Duration{3 * time.Second, 100 * time.Millisecond} {
+				t.Run(fmt.Sprintf("native=%v/%s/deadline=%v", native, poison, deadline), func(t *testing.T) {
+					poisonedStoreHeals(t, native, poison, deadline)
+				})
+			}
 		}
 	}
+}
+
+// poisonedStoreHeals is one case of TestPoisonedStoreHealsAtDefaultHold:
+// callers with deadline in a loop.
+func poisonedStoreHeals(t *testing.T, native bool, poison string, deadline time.Duration) {
+	c, err := localcluster.New(localcluster.Brokers(3), localcluster.Native(native))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	ctx := testCtx(t, 60*time.Second)
+
+	// The foreign token is given to a fresh factory; the future
+	// one is put into the store of a factory that has worked
+	// with the cluster already (its connections know whether
+	// the brokers send tokens).
+	store := consistency.NewMemoryStore()
+	if poison == "foreign" {
+		_, err = store.Advance(consistency.MustOf("another-cluster-xyz", 9_000))
+		require.NoError(t, err)
+	}
+	events := &healEvents{}
+	warns := &warnLog{}
+	f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(c.Addrs()...),
+		factory.WithObserver(events), factory.Logger(slog.New(warns)))
+	require.NoError(t, err)
+	defer f.Close()
+	adm, err := f.Admin()
+	require.NoError(t, err)
+	defer adm.Close()
+	start := time.Now()
+	if poison == "future" {
+		created, err := adm.CreateTopic(ctx, 1, 1, nil, "before")
+		require.NoError(t, err)
+		require.NoError(t, created.Err)
+		_, err = store.Advance(consistency.MustOf(c.ClusterID(), 9_000_000_000_000_000_000))
+		require.NoError(t, err)
+		start = time.Now()
+	}
+
+	var lastErr error
+	calls := 0
+	for time.Since(start) < 20*time.Second {
+		cctx, cancel := context.WithTimeout(ctx, deadline)
+		_, lastErr = adm.ListTopics(cctx)
+		cancel()
+		calls++
+		if lastErr == nil {
+			break
+		}
+	}
+	took := time.Since(start)
+	require.NoError(t, lastErr, "after %v and %d calls", took, calls)
+	t.Logf("working again after %v (%d calls); token %v", took.Round(time.Millisecond), calls, f.Token())
+	require.Less(t, took, 3*time.Second, "working again within 3 s")
+	tok := f.Token()
+	require.Equal(t, c.ClusterID(), tok.ClusterID())
+	require.LessOrEqual(t, tok.Offset(), c.LogEnd())
+	require.Equal(t, 1, events.count(), "one EventTokenHealed")
+	require.Len(t, warns.all(), 1, "one warning: %q", warns.all())
 }

@@ -69,7 +69,9 @@
 // OnHealed, OnOff), with one exception: question.mu is held while the
 // asker's mu is taken to start a flight. So the order is question.mu, then
 // asker.mu; every other mutex (Emulator.mu for its broker table,
-// Healer.mu, refusals.mu, relocation.mu) is a leaf. The hot path of a
+// brokerView.mu, Healer.mu, refusals.mu, relocation.mu) is a leaf. A
+// connection's held-request watch (held.go) takes none: atomics and one
+// timer. The hot path of a
 // request or a response takes none: atomics only.
 //
 // # Time
