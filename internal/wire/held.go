@@ -54,9 +54,12 @@ type heldWatch struct {
 	answered atomic.Uint64 // watched requests answered
 	armed    atomic.Bool   // the timer is set
 	timer    atomic.Pointer[time.Timer]
-	aborted  atomic.Pointer[HeldError]         // the connection was failed for a held request
-	last     atomic.Pointer[consistency.Token] // the token the last watched request carried
-	lastKey  atomic.Int32                      // its api key
+	aborted  atomic.Pointer[HeldError] // the connection was failed for a held request
+	// The token the last watched request carried, and its api key: the
+	// cluster kept apart, so that a new offset costs no allocation.
+	lastCluster atomic.Pointer[string]
+	lastOffset  atomic.Int64
+	lastKey     atomic.Int32
 
 	n     uint64            // the timer watches the n-th watched request
 	tok   consistency.Token // the token it carried
@@ -85,9 +88,10 @@ func (e *HeldError) Temporary() bool { return true }
 // noteWatched is the writer's call after a request of key carrying tok
 // was queued for its answer.
 func (l *link) noteWatched(key int16, tok consistency.Token) {
-	if p := l.held.last.Load(); p == nil || *p != tok {
-		l.noteLast(tok)
+	if p := l.held.lastCluster.Load(); p == nil || *p != tok.ClusterID() {
+		l.noteLastCluster(tok.ClusterID())
 	}
+	l.held.lastOffset.Store(tok.Offset())
 	l.held.lastKey.Store(int32(key))
 	n := l.held.written.Add(1)
 	if l.held.armed.CompareAndSwap(false, true) {
@@ -96,9 +100,9 @@ func (l *link) noteWatched(key int16, tok consistency.Token) {
 	}
 }
 
-// noteLast keeps tok as the token of the last watched request; a copy,
-// so that noteWatched's argument stays on the stack.
-func (l *link) noteLast(tok consistency.Token) { l.held.last.Store(&tok) }
+// noteLastCluster keeps the cluster of the last watched request's token;
+// apart from noteWatched, whose argument then stays on the stack.
+func (l *link) noteLastCluster(cluster string) { l.held.lastCluster.Store(&cluster) }
 
 // noteAnswered is the reader's call when the answer to a watched request
 // was read.
@@ -142,7 +146,11 @@ func (l *link) heldFired() {
 		return
 	}
 	if n := w.written.Load(); w.answered.Load() < n && w.armed.CompareAndSwap(false, true) {
-		w.n, w.tok, w.key, w.asked = n, *w.last.Load(), int16(w.lastKey.Load()), false
+		tok, err := consistency.Of(*w.lastCluster.Load(), w.lastOffset.Load())
+		if err != nil {
+			tok = l.i.store.Load()
+		}
+		w.n, w.tok, w.key, w.asked = n, tok, int16(w.lastKey.Load()), false
 		l.armHeld()
 	}
 }

@@ -168,3 +168,35 @@ func TestLargeHeldAnswerNotKept(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldWatchAllocatesNothing: a watched request costs no allocation,
+// whether the token moved since the last one or not: a connection with
+// the watch allocates what one without it does (the store's advance).
+func TestHeldWatchAllocatesNothing(t *testing.T) {
+	allocs := func(watched bool) float64 {
+		store := knownStore(t, "c", 1)
+		h := NewHealer(HealerConfig{Store: store, Oracle: &scriptedOracle{committed: consistency.MustOf("c", 1)}})
+		defer h.Close()
+		c, _, _ := newTestConn(t, store, func(cfg *Config) {
+			if watched {
+				cfg.Healer = h
+			}
+		})
+		frame := reqFrame(metadataReq(12), 1)
+		off := int64(1)
+		return testing.AllocsPerRun(200, func() {
+			c.w.lastWrite = time.Now().UnixNano() // no idle peek
+			c.q.pop()                             // as if answered
+			c.noteAnswered()
+			off++
+			if _, err := store.Advance(consistency.MustOf("c", off)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	base, watched := allocs(false), allocs(true)
+	require.Equal(t, base, watched, "allocations per request: %v without the watch, %v with it", base, watched)
+}
