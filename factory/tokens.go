@@ -125,7 +125,11 @@ func (f *Factory) logger() *slog.Logger {
 
 // healed reports a store lowered to the committed offset.
 func (f *Factory) healed(from, to consistency.Token) {
-	f.logger().Warn("consistency token was beyond the cluster's committed metadata offset; lowered to it", "from", from.String(), "to", to.String())
+	msg := "consistency token was beyond the cluster's committed metadata offset; lowered to it"
+	if from.ClusterID() != to.ClusterID() {
+		msg = "consistency token named another cluster than the bootstrap servers'; replaced by their committed metadata offset"
+	}
+	f.logger().Warn(msg, "from", from.String(), "to", to.String())
 	if o := f.base.observer; o != nil {
 		o.OnEvent(Event{Kind: EventTokenHealed, Token: to, Sent: from.Offset(), BrokerAt: to.Offset()})
 	}

@@ -68,6 +68,11 @@ type Build struct {
 	// Recheck is how often a pinned producer that refuses records asks
 	// the bootstrap servers again.
 	Recheck time.Duration
+
+	// checked: a session's own client that keeps kgo's KIP-1242 check
+	// and rebootstraps to the seeds (the oracle's, see oracle.go), unless
+	// the factory turned the check off.
+	checked bool
 }
 
 // Observer hears what the connections of one client saw, for the
@@ -133,6 +138,7 @@ func (s *Session) newKgo(b Build, store consistency.Store, shared bool) (*kgo.Cl
 			wcfg.Adopt = s.adopt(b)
 		}
 		wcfg.Emulator = s.emu
+		wcfg.Healer = s.healer
 		rb = newRebootstrapOpts(b.Strategy, b.ClusterCheck, b.Seeds, func() {
 			s.stats.rebootstraps.Add(1)
 			s.watcher.Rebootstrapped()
@@ -141,6 +147,8 @@ func (s *Session) newKgo(b Build, store consistency.Store, shared bool) (*kgo.Cl
 		if b.Hooks != nil {
 			kopts = append(kopts, b.Hooks()...)
 		}
+	} else if b.checked && b.ClusterCheck && b.Strategy != rebootstrap.None { // the oracle's: see oracle
+		rb = newRebootstrapOpts(rebootstrap.Rebootstrap, true, b.Seeds, nil)
 	} else {
 		rb = newRebootstrapOpts(rebootstrap.None, false, b.Seeds, nil)
 		if l := KgoLogger(b.Logger); l != nil {

@@ -18,8 +18,10 @@
 //   - the emulator, its oracle (two franz-go clients of its own, made on
 //     first use: one asks the quorum, one asks single brokers, so that a
 //     DescribeQuorum a broker cannot answer holds no probe behind it) and
-//     the one healer (wire.Healer), asked by the emulator and by the
-//     observer after INCONSISTENT_METADATA, in the modes that keep tokens;
+//     the one healer (wire.Healer), asked by the emulator, by the
+//     observer after INCONSISTENT_METADATA and by every connection whose
+//     request carrying a token stays unanswered (wire's held.go), in the
+//     modes that keep tokens;
 //   - the counters of [Stats] and the clocks of INCONSISTENT_METADATA
 //     answers that producers read;
 //   - the franz-go producer clients that producers of equal settings share,

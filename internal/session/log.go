@@ -10,15 +10,15 @@ import (
 	"github.com/kconsist/kconsist/internal/wire"
 )
 
-// misrouted reports whether the "err" value among keyvals is a misroute.
-func misrouted(keyvals []any) bool {
+// logErr returns the "err" value among keyvals, or nil.
+func logErr(keyvals []any) error {
 	for i := 0; i+1 < len(keyvals); i += 2 {
 		if k, _ := keyvals[i].(string); k == "err" {
 			err, _ := keyvals[i+1].(error)
-			return errors.Is(err, wire.ErrMisroute)
+			return err
 		}
 	}
-	return false
+	return nil
 }
 
 // KgoLogger adapts a slog logger to franz-go's Logger; nil for nil.
@@ -50,10 +50,20 @@ func (a slogAdapter) Level() kgo.LogLevel {
 const saslHint = "read from broker errored, killing connection after 0 successful responses (is SASL missing?)"
 
 func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	if level == kgo.LogLevelWarn && msg == saslHint && misrouted(keyvals) {
-		// The wire layer closed it for naming another cluster, and has
-		// warned in those words: SASL has nothing to do with it.
-		level, msg = kgo.LogLevelDebug, "connection closed: it answered for another cluster"
+	if level == kgo.LogLevelWarn && msg == saslHint {
+		err := logErr(keyvals)
+		var held *wire.HeldError
+		switch {
+		case errors.Is(err, wire.ErrMisroute):
+			// The wire layer closed it for naming another cluster, and
+			// has warned in those words: SASL has nothing to do with it.
+			level, msg = kgo.LogLevelDebug, "connection closed: it answered for another cluster"
+		case errors.As(err, &held):
+			// The wire layer closed it under a request held for a
+			// token the healer withdrew (the heal warned); the request
+			// is sent again.
+			level, msg = kgo.LogLevelDebug, "connection closed: its request was held for a withdrawn token"
+		}
 	}
 	lvl := slog.LevelError
 	switch level {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/internal/wire"
@@ -38,7 +38,9 @@ func (noTokens) CompareAndSwap(old, next consistency.Token) bool { return false 
 // the same connection, and with them every metadata answer the emulator
 // learns from. Their connections go through an interceptor without the
 // emulator (it must not ask itself) on a store that stays Unknown, so they
-// never stamp.
+// never stamp; they keep kgo's KIP-1242 check (ApiVersions v5 naming the
+// cluster and node) unless the factory turned it off, so that a broker of
+// another cluster at a known address refuses them rather than answer.
 type oracle struct {
 	s *Session
 
@@ -46,7 +48,12 @@ type oracle struct {
 	quorum *kgo.Client // Committed, AskCluster
 	probes *kgo.Client // Applied
 	closed bool
-	nodes  map[string]int32 // broker address → node id, seeds included
+	// nodes maps broker addresses to node ids, seeds included, as of the
+	// last Metadata answer (cluster's): replaced, not merged, so that it
+	// holds no more than the cluster's brokers and a reused address maps
+	// to its new node.
+	nodes   map[string]int32
+	cluster string
 }
 
 // clients returns the quorum and the probe clients.
@@ -57,11 +64,13 @@ func (o *oracle) clients() (quorum, probes *kgo.Client, err error) {
 		return nil, nil, o.s.cfg.ErrClosed
 	}
 	if o.quorum == nil {
-		q, err := o.s.newKgo(o.s.cfg.Base, noTokens{}, false)
+		b := o.s.cfg.Base
+		b.checked = true
+		q, err := o.s.newKgo(b, noTokens{}, false)
 		if err != nil {
 			return nil, nil, err
 		}
-		p, err := o.s.newKgo(o.s.cfg.Base, noTokens{}, false)
+		p, err := o.s.newKgo(b, noTokens{}, false)
 		if err != nil {
 			q.Close()
 			return nil, nil, err
@@ -102,56 +111,64 @@ func seedNodes(seeds []string) map[string]int32 {
 }
 
 // Committed returns the cluster id and the last committed offset of its
-// metadata log.
+// metadata log, both of one cluster: the DescribeQuorum goes to one broker
+// between two Metadata answers, the second from that same broker, and
+// both must name the same cluster. (DescribeQuorum names no cluster; asked
+// of any broker beside a Metadata asked of any other, the two could come
+// from two clusters behind one list of bootstrap servers, and a heal
+// would then lower a store to another cluster's offset under its own id.)
 func (o *oracle) Committed(ctx context.Context) (consistency.Token, error) {
 	cl, err := o.client()
 	if err != nil {
 		return consistency.Token{}, err
 	}
-	var (
-		cluster string
-		hwm     int64
-	)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		c, err := o.refresh(gctx, cl)
-		cluster = c
-		return err
-	})
-	g.Go(func() error {
-		req := kmsg.NewPtrDescribeQuorumRequest()
-		t := kmsg.NewDescribeQuorumRequestTopic()
-		t.Topic = "__cluster_metadata"
-		p := kmsg.NewDescribeQuorumRequestTopicPartition()
-		t.Partitions = append(t.Partitions, p)
-		req.Topics = append(req.Topics, t)
-		resp, err := req.RequestWith(gctx, cl)
-		if err != nil {
-			if unsupported(err) {
-				return fmt.Errorf("%w: the brokers do not answer DescribeQuorum: %w", wire.ErrEmulationUnsupported, err)
-			}
-			return fmt.Errorf("DescribeQuorum: %w", err)
-		}
-		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return fmt.Errorf("DescribeQuorum: %w", err)
-		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return fmt.Errorf("DescribeQuorum: answer without the metadata partition")
-		}
-		part := resp.Topics[0].Partitions[0]
-		if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
-			return fmt.Errorf("DescribeQuorum: %w", err)
-		}
-		hwm = part.HighWatermark
-		return nil
-	})
-	if err := g.Wait(); err != nil {
+	m, err := o.metadata(ctx, cl)
+	if err != nil {
 		return consistency.Token{}, err
+	}
+	id := m.ControllerID
+	if !slices.ContainsFunc(m.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == id }) {
+		if len(m.Brokers) == 0 {
+			return consistency.Token{}, errors.New("metadata answer lists no broker")
+		}
+		id = m.Brokers[0].NodeID
+	}
+	broker := cl.Broker(int(id))
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	p := kmsg.NewDescribeQuorumRequestTopicPartition()
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, broker)
+	if err != nil {
+		if unsupported(err) {
+			return consistency.Token{}, fmt.Errorf("%w: the brokers do not answer DescribeQuorum: %w", wire.ErrEmulationUnsupported, err)
+		}
+		return consistency.Token{}, fmt.Errorf("DescribeQuorum: %w", err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return consistency.Token{}, fmt.Errorf("DescribeQuorum: %w", err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return consistency.Token{}, fmt.Errorf("DescribeQuorum: answer without the metadata partition")
+	}
+	part := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
+		return consistency.Token{}, fmt.Errorf("DescribeQuorum: %w", err)
+	}
+	hwm := part.HighWatermark
+	after, err := o.metadata(ctx, broker)
+	if err != nil {
+		return consistency.Token{}, err
+	}
+	if *after.ClusterID != *m.ClusterID {
+		return consistency.Token{}, fmt.Errorf("the bootstrap servers answered for cluster %q, then broker %d for cluster %q: the committed offset is of neither", *m.ClusterID, id, *after.ClusterID)
 	}
 	if hwm < 1 {
 		return consistency.Token{}, fmt.Errorf("DescribeQuorum: high watermark %d", hwm)
 	}
-	return consistency.Of(cluster, hwm-1)
+	return consistency.Of(*m.ClusterID, hwm-1)
 }
 
 // unsupported reports whether err says the broker does not know the
@@ -160,44 +177,64 @@ func unsupported(err error) bool {
 	return errors.Is(err, kerr.UnsupportedVersion) || strings.Contains(err.Error(), "broker is too old")
 }
 
+// metadata asks r for the cluster's brokers (no topics), notes their
+// addresses and returns the answer, which names a cluster.
+func (o *oracle) metadata(ctx context.Context, r kmsg.Requestor) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	resp, err := req.RequestWith(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("metadata request: %w", err)
+	}
+	if resp.ClusterID == nil || *resp.ClusterID == "" {
+		return nil, fmt.Errorf("metadata answer names no cluster id")
+	}
+	nodes := seedNodes(o.s.cfg.Base.Seeds)
+	for _, b := range resp.Brokers {
+		nodes[net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))] = b.NodeID
+	}
+	o.mu.Lock()
+	o.nodes, o.cluster = nodes, *resp.ClusterID
+	o.mu.Unlock()
+	return resp, nil
+}
+
 // refresh asks for the cluster's brokers (no topics), notes their
 // addresses and returns the cluster id.
 func (o *oracle) refresh(ctx context.Context, cl *kgo.Client) (string, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = []kmsg.MetadataRequestTopic{}
-	resp, err := req.RequestWith(ctx, cl)
+	m, err := o.metadata(ctx, cl)
 	if err != nil {
-		return "", fmt.Errorf("metadata request: %w", err)
+		return "", err
 	}
-	o.mu.Lock()
-	for _, b := range resp.Brokers {
-		o.nodes[net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))] = b.NodeID
-	}
-	o.mu.Unlock()
-	if resp.ClusterID == nil || *resp.ClusterID == "" {
-		return "", fmt.Errorf("metadata answer names no cluster id")
-	}
-	return *resp.ClusterID, nil
+	return *m.ClusterID, nil
 }
 
-// Applied returns the FinalizedFeaturesEpoch of the broker at addr.
-func (o *oracle) Applied(ctx context.Context, addr string) (int64, error) {
+// Applied returns the FinalizedFeaturesEpoch of node, or of the broker at
+// addr when node is negative, and the cluster the node map is of.
+func (o *oracle) Applied(ctx context.Context, addr string, node int32) (string, int64, error) {
 	_, cl, err := o.clients()
 	if err != nil {
-		return -1, err
+		return "", -1, err
 	}
 	o.mu.Lock()
+	cluster := o.cluster
 	id, ok := o.nodes[addr]
 	o.mu.Unlock()
+	if node >= 0 {
+		id, ok = node, cluster != ""
+	}
 	if !ok {
-		if _, err := o.refresh(ctx, cl); err != nil {
-			return -1, err
+		if cluster, err = o.refresh(ctx, cl); err != nil {
+			return "", -1, err
 		}
 		o.mu.Lock()
 		id, ok = o.nodes[addr]
 		o.mu.Unlock()
+		if node >= 0 {
+			id, ok = node, true
+		}
 		if !ok {
-			return -1, fmt.Errorf("no broker of the cluster has the address %s", addr)
+			return "", -1, fmt.Errorf("no broker of the cluster has the address %s", addr)
 		}
 	}
 	req := kmsg.NewPtrApiVersionsRequest()
@@ -206,15 +243,28 @@ func (o *oracle) Applied(ctx context.Context, addr string) (int64, error) {
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "kconsist", "1"
 	resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
 	if err != nil {
-		return -1, fmt.Errorf("ApiVersions to %s: %w", addr, err)
+		return "", -1, fmt.Errorf("ApiVersions to %s: %w", addr, err)
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return -1, fmt.Errorf("ApiVersions to %s: %w", addr, err)
+		return "", -1, fmt.Errorf("ApiVersions to %s: %w", addr, err)
 	}
-	return resp.FinalizedFeaturesEpoch, nil
+	return cluster, resp.FinalizedFeaturesEpoch, nil
 }
 
 var _ wire.Oracle = (*oracle)(nil)
+
+// replaces reports whether the healer may replace a store's token of
+// another cluster than cluster, the bootstrap servers' one, by cluster's
+// committed offset: not when the factory is pinned (it never follows),
+// nor when the watcher knows another cluster behind the bootstrap
+// servers (a cluster change, which the watcher reports and resets for).
+func (s *Session) replaces(cluster string) bool {
+	if s.cfg.Base.Pin != "" {
+		return false
+	}
+	known := s.watcher.Cluster()
+	return known == "" || known == cluster
+}
 
 // healed reports a store lowered to the committed offset.
 func (s *Session) healed(from, to consistency.Token) {

@@ -29,13 +29,16 @@ type kraftFake struct {
 	applied atomic.Int64
 	hwm     atomic.Int64
 	hung    atomic.Bool
-	hanging chan struct{} // gets a value when a DescribeQuorum starts hanging
-	release chan struct{} // closed to end the hang
+	// quorumHWM, when set, answers each DescribeQuorum's high watermark
+	// instead of hwm.
+	quorumHWM atomic.Pointer[func() int64]
+	hanging   chan struct{} // gets a value when a DescribeQuorum starts hanging
+	release   chan struct{} // closed to end the hang
 }
 
-func newKraftFake(t *testing.T) *kraftFake {
+func newKraftFake(t *testing.T, opts ...kfake.Opt) *kraftFake {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(1, "t")}, opts...)...)
 	require.NoError(t, err)
 	k := &kraftFake{Cluster: c, seeds: c.ListenAddrs(), hanging: make(chan struct{}, 16), release: make(chan struct{})}
 	t.Cleanup(func() {
@@ -74,6 +77,9 @@ func newKraftFake(t *testing.T) *kraftFake {
 		rt.Topic = "__cluster_metadata"
 		rp := kmsg.NewDescribeQuorumResponseTopicPartition()
 		rp.HighWatermark = k.hwm.Load()
+		if f := k.quorumHWM.Load(); f != nil {
+			rp.HighWatermark = (*f)()
+		}
 		rt.Partitions = append(rt.Partitions, rp)
 		resp.Topics = append(resp.Topics, rt)
 		return resp, nil, true

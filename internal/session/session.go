@@ -90,7 +90,7 @@ func New(cfg Config) (*Session, error) {
 	s := &Session{cfg: cfg, store: cfg.Store}
 	if !cfg.NoTokens {
 		s.oracle = &oracle{s: s}
-		s.healer = wire.NewHealer(wire.HealerConfig{Store: s.store, Oracle: s.oracle, OnHealed: s.healed, Logger: KgoLogger(cfg.Logger)})
+		s.healer = wire.NewHealer(wire.HealerConfig{Store: s.store, Oracle: s.oracle, OnHealed: s.healed, Logger: KgoLogger(cfg.Logger), Replace: s.replaces})
 	}
 	if cfg.Emulate && !cfg.NoTokens {
 		emu, err := wire.NewEmulator(wire.EmulationConfig{

@@ -18,6 +18,7 @@ type inflight struct {
 	corr         int32
 	flexible     bool  // the response header is flexible
 	raw          bool  // SaslHandshake v0: raw SASL frames follow its response
+	watched      bool  // its answer is watched for a hold (see held.go)
 	sent         int64 // token the request carried, -1 for none
 	key, version int16
 }
@@ -80,6 +81,10 @@ func (q *inflights) each(fn func(inflight) bool) {
 // inspection; larger frames (only fetches come close) pass uninspected.
 const maxHeldFrame = 64 << 20
 
+// maxKeptHold is the largest buffer of a held frame a connection keeps for
+// the next one; a larger one is dropped once kgo has read it.
+const maxKeptHold = 64 << 10
+
 // conn intercepts one broker connection. It is two halves over one link:
 //
 //   - the requestWriter, owned by the goroutine that calls Write (kgo
@@ -109,8 +114,11 @@ type link struct {
 	net.Conn
 	i     *Interceptor
 	addr  string
-	debug bool        // the logger wanted debug logs when the connection opened
-	view  *brokerView // the Emulator's view of this broker, nil without one
+	debug bool // the logger wanted debug logs when the connection opened
+	// view is the Emulator's view of this broker, nil without one: the
+	// address's at the dial, the node's once kgo's ApiVersions v5 named
+	// it (see Emulator.bind).
+	view atomic.Pointer[brokerView]
 	// moved, when not nil, is the node this connection was redirected to
 	// (see relocate.go): its first request must name it.
 	moved *moved
@@ -122,6 +130,8 @@ type link struct {
 	dead           atomic.Bool   // the connection failed or was closed: no answer will come
 	noAck          atomic.Uint64 // the last acks=0 produce written (see noack.go)
 	movedAnnounced atomic.Bool   // the Relocator was told (see relocate.go)
+	movedOK        atomic.Bool   // the broker answered the ApiVersions v5 naming the node without error (see relocate.go)
+	held           heldWatch     // requests held for a token (see held.go)
 }
 
 // requestWriter is the writing half of a conn; see conn.
@@ -141,9 +151,8 @@ type requestWriter struct {
 	bufs      net.Buffers
 	coal      []byte // a small write, copied together (see coalesceMax)
 
-	lastWrite    int64   // unix nanoseconds of the last Write (see idle.go)
-	peek         *peeker // made at the first idle check
-	movedChecked bool    // the first request named the node it was moved for
+	lastWrite int64   // unix nanoseconds of the last Write (see idle.go)
+	peek      *peeker // made at the first idle check
 }
 
 // responseReader is the reading half of a conn; see conn.
@@ -171,7 +180,7 @@ type responseReader struct {
 func newConn(i *Interceptor, c net.Conn, addr string, mv *moved) *conn {
 	cn := &conn{link: link{Conn: c, i: i, addr: addr, debug: i.debug(), moved: mv}}
 	if i.emu != nil {
-		cn.view = i.emu.view(addr)
+		cn.view.Store(i.emu.view(addr))
 	}
 	cn.w.link, cn.r.link = &cn.link, &cn.link
 	return cn

@@ -27,6 +27,10 @@
 //     inconsistent.go for how each kind of request is then retried by kgo.
 //   - With an [Emulator], brokers that send no tokens get tokens made from
 //     their KRaft offsets (see emulate.go).
+//   - With a [Healer], a request carrying a token that stays unanswered
+//     for a short bound has the store checked, and once the store no
+//     longer holds that token the connection fails so that kgo sends the
+//     request again: healing never waits for a broker's answer (held.go).
 //
 // Input from brokers is never trusted: malformed headers fail the connection
 // with errors wrapping [ErrMalformedHeader] and leave the store unchanged.
@@ -54,8 +58,9 @@
 //     asks the cluster itself, and neither waits past its request's bound.
 //     Its policy (which API keys, which bounds) is emulate_policy.go.
 //   - A [Healer] (one per factory) owns the check of a store against the
-//     committed offset, on a goroutine of its own (heal.go). The Emulator
-//     and the session ask it; neither waits for it.
+//     committed offset, on a goroutine of its own (heal.go). The Emulator,
+//     the session and each connection's held-request timer (held.go) ask
+//     it; none waits for it.
 //
 // # Locks
 //
@@ -64,7 +69,9 @@
 // OnHealed, OnOff), with one exception: question.mu is held while the
 // asker's mu is taken to start a flight. So the order is question.mu, then
 // asker.mu; every other mutex (Emulator.mu for its broker table,
-// Healer.mu, refusals.mu, relocation.mu) is a leaf. The hot path of a
+// brokerView.mu, Healer.mu, refusals.mu, relocation.mu) is a leaf. A
+// connection's held-request watch (held.go) takes none: atomics and one
+// timer. The hot path of a
 // request or a response takes none: atomics only.
 //
 // # Time

@@ -72,10 +72,12 @@ type Oracle interface {
 	// committed record of its metadata log (DescribeQuorum's high
 	// watermark less one).
 	Committed(ctx context.Context) (consistency.Token, error)
-	// Applied returns the offset of the last metadata record the broker at
-	// addr has applied (ApiVersions FinalizedFeaturesEpoch), or -1 when the
-	// broker does not say.
-	Applied(ctx context.Context, addr string) (int64, error)
+	// Applied returns the offset of the last metadata record a broker has
+	// applied (ApiVersions FinalizedFeaturesEpoch), or -1 when the broker
+	// does not say, and the id of the cluster the broker belongs to. The
+	// broker is node, when not negative (the node kgo's connections named),
+	// else the one at addr.
+	Applied(ctx context.Context, addr string, node int32) (cluster string, applied int64, err error)
 }
 
 // EmulationConfig configures an [Emulator].
@@ -146,19 +148,50 @@ type Emulator struct {
 	offOnce    sync.Once
 
 	mu      sync.Mutex
-	brokers map[string]*brokerView
+	brokers map[viewKey]*brokerView // at most maxViews
 
 	waits, probes, learnt atomic.Uint64
 }
 
-// brokerView is what the Emulator knows of one broker address.
+// brokerView is what the Emulator knows of one broker: a node of a
+// cluster, named by kgo's ApiVersions v5 on the connection (KIP-1242), or,
+// for connections that name none (to a seed, or with the check off), an
+// address. A broker is never known by its address alone once a connection
+// named its node: a new broker at a reused address has a view of its own.
+//
+// What a view knows only rises, from probes, except at a connection's
+// ApiVersions answer: that is the broker there now, and what it says
+// replaces what was known (reset), lower or not, so that a new broker at a
+// reused address, behind the old one, is waited for. A probe asked before
+// a reset does not raise the view after it (gen).
 type brokerView struct {
 	addr    string
+	cluster string       // the node's cluster; "" for an address's view
+	node    int32        // -1 for an address's view
 	applied atomic.Int64 // highest applied offset known; -1 for none
 	native  atomic.Bool  // its response headers carry tokens
 	plain   atomic.Bool  // its flexible response headers carry none
 	probe   question     // asks the broker how far it applied
+	// answered is the cluster of the last probe answer taken: an applied
+	// offset is a token of that cluster only.
+	answered atomic.Pointer[string]
+
+	mu  sync.Mutex // a leaf: gen, and applied against a reset
+	gen uint64
 }
+
+// viewKey keys Emulator.brokers: a node of a cluster, or an address.
+type viewKey struct {
+	cluster string
+	node    int32
+	addr    string // only for an address's view
+}
+
+// maxViews bounds Emulator.brokers: a view is made per address a
+// connection was dialed to and per node a connection named, so only a
+// long life through much address churn comes near it. A view dropped
+// from the table stays with the connections that hold it.
+const maxViews = 4096
 
 // NewEmulator returns an Emulator for cfg.
 func NewEmulator(cfg EmulationConfig) (*Emulator, error) {
@@ -174,7 +207,7 @@ func NewEmulator(cfg EmulationConfig) (*Emulator, error) {
 	if cfg.AskTimeout <= 0 {
 		cfg.AskTimeout = 5 * time.Second
 	}
-	e := &Emulator{cfg: cfg, brokers: make(map[string]*brokerView), ask: newAsker(cfg.AskTimeout), healer: cfg.Healer}
+	e := &Emulator{cfg: cfg, brokers: make(map[viewKey]*brokerView), ask: newAsker(cfg.AskTimeout), healer: cfg.Healer}
 	if e.healer == nil {
 		e.healer = NewHealer(HealerConfig{Store: cfg.Store, Oracle: cfg.Oracle, OnHealed: cfg.OnHealed, Logger: cfg.Logger, Timeout: cfg.AskTimeout})
 		e.ownHeal = true
@@ -209,30 +242,68 @@ func (e *Emulator) Stats() EmulationStats {
 // Off reports whether the emulation turned itself off.
 func (e *Emulator) Off() bool { return e.off.Load() }
 
+// view returns the view of the address addr, for a connection dialed to
+// it: until the connection names a node (bind).
 func (e *Emulator) view(addr string) *brokerView {
+	return e.viewFor(viewKey{node: -1, addr: addr}, addr)
+}
+
+// bind returns the view of node of cluster, which a connection to addr
+// named in kgo's ApiVersions v5; the writer's call, before the request is
+// written.
+func (e *Emulator) bind(addr string, cluster []byte, node int32) *brokerView {
+	return e.viewFor(viewKey{cluster: string(cluster), node: node}, addr)
+}
+
+func (e *Emulator) viewFor(k viewKey, addr string) *brokerView {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	v := e.brokers[addr]
+	v := e.brokers[k]
 	if v == nil {
-		v = &brokerView{addr: addr}
+		if len(e.brokers) >= maxViews {
+			for old := range e.brokers { // drop any one
+				delete(e.brokers, old)
+				break
+			}
+		}
+		v = &brokerView{addr: addr, cluster: k.cluster, node: k.node}
 		v.applied.Store(-1)
 		v.probe.run = func(ctx context.Context) { e.askApplied(ctx, v) }
-		e.brokers[addr] = v
+		e.brokers[k] = v
 	}
 	return v
 }
 
 // Applied returns the highest applied offset known of the broker at addr,
-// or -1.
+// as known by its address, or -1.
 func (e *Emulator) Applied(addr string) int64 { return e.view(addr).applied.Load() }
 
-func (v *brokerView) saw(applied int64) {
-	for {
-		cur := v.applied.Load()
-		if applied <= cur || v.applied.CompareAndSwap(cur, applied) {
-			return
-		}
+// generation returns the number of resets of v so far.
+func (v *brokerView) generation() uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.gen
+}
+
+// raise raises what v knows to applied, unless v was reset since gen.
+func (v *brokerView) raise(gen uint64, applied int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.gen == gen && applied > v.applied.Load() {
+		v.applied.Store(applied)
 	}
+}
+
+// saw raises what v knows to applied.
+func (v *brokerView) saw(applied int64) { v.raise(v.generation(), applied) }
+
+// reset replaces what v knows by applied, the ApiVersions answer of a new
+// connection: the broker there now.
+func (v *brokerView) reset(applied int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.gen++
+	v.applied.Store(applied)
 }
 
 func (e *Emulator) turnOff(reason error) {
@@ -290,7 +361,9 @@ func (e *Emulator) sawHeader(v *brokerView, token bool) {
 // waited reports whether it held the request (the store may have moved
 // meanwhile). With nothing owed it costs a few atomic loads.
 func (e *Emulator) beforeWrite(v *brokerView, key int16, cur consistency.Token, deadline time.Time, stop func() error) (waited bool, err error) {
-	if cur.IsUnknown() || v.applied.Load() >= cur.Offset() || neverHeld(key) || !e.active(v) {
+	if cur.IsUnknown() || v.applied.Load() >= cur.Offset() || neverHeld(key) || !e.active(v) ||
+		(v.cluster != "" && v.cluster != cur.ClusterID()) { // a broker of another cluster reaches no token of cur's
+
 		return false, nil
 	}
 	return true, e.waitFor(v, key, cur, deadline, stop)
@@ -396,14 +469,21 @@ func minTime(a, b time.Time) time.Time {
 // askApplied asks how far the broker of v has applied; a probe question.
 func (e *Emulator) askApplied(ctx context.Context, v *brokerView) {
 	e.probes.Add(1)
-	applied, err := e.cfg.Oracle.Applied(ctx, v.addr)
+	gen := v.generation()
+	cluster, applied, err := e.cfg.Oracle.Applied(ctx, v.addr, v.node)
 	switch {
 	case err != nil:
 		e.log(kgo.LogLevelDebug, "asking a broker for its applied metadata offset failed", "addr", v.addr, "err", err)
+	case cluster == "" || v.cluster != "" && cluster != v.cluster:
+		// Not the broker of this view: what it applied says nothing of it.
+		e.log(kgo.LogLevelDebug, "a broker's applied metadata offset came from another cluster; not taken", "addr", v.addr, "node", v.node, "cluster", v.cluster, "answered", cluster)
 	case applied < 0:
 		e.turnOff(fmt.Errorf("%w: broker %s answers ApiVersions without FinalizedFeaturesEpoch (not a KRaft broker?)", ErrEmulationUnsupported, v.addr))
 	default:
-		v.saw(applied)
+		if p := v.answered.Load(); p == nil || *p != cluster {
+			v.answered.Store(&cluster)
+		}
+		v.raise(gen, applied)
 	}
 }
 
@@ -437,6 +517,7 @@ func (e *Emulator) learnCommitted(ctx context.Context) {
 		return
 	}
 	e.learnt.Add(1)
+	e.healer.noteCommitted(c)
 	e.verified.Store(true)
 	e.advance(c)
 }
@@ -481,7 +562,9 @@ func (e *Emulator) afterRead(v *brokerView, a *answer) {
 		e.sawHeader(v, a.token)
 	}
 	if a.apiVersions != nil {
-		v.saw(finalizedEpoch(a.version, a.apiVersions))
+		if epoch := finalizedEpoch(a.version, a.apiVersions); epoch >= 0 {
+			v.reset(epoch)
+		}
 		return
 	}
 	if a.token || a.resp == nil || !e.active(v) {
@@ -508,12 +591,18 @@ func (e *Emulator) afterRead(v *brokerView, a *answer) {
 
 // learnApplied advances the store to what the broker of v has applied
 // now, after it answered a metadata read: at least what it showed.
-// cluster names the cluster when the store does not know it yet.
+// cluster is the cluster the answer named ("" for none). Nothing learnt
+// from a broker of another cluster than the store's reaches the store: an
+// answer naming another cluster, a view of another cluster's node, a
+// probe answered by another cluster.
 func (e *Emulator) learnApplied(v *brokerView, cluster string, end time.Time) {
 	if cur := e.cfg.Store.Load(); !cur.IsUnknown() {
+		if cluster != "" && cluster != cur.ClusterID() {
+			return
+		}
 		cluster = cur.ClusterID()
 	}
-	if cluster == "" {
+	if cluster == "" || v.cluster != "" && v.cluster != cluster {
 		return
 	}
 	if !e.verified.Load() {
@@ -526,7 +615,7 @@ func (e *Emulator) learnApplied(v *brokerView, cluster string, end time.Time) {
 		return
 	}
 	applied := v.applied.Load()
-	if applied < 0 {
+	if p := v.answered.Load(); applied < 0 || p == nil || *p != cluster {
 		return
 	}
 	if c, err := consistency.Of(cluster, applied); err == nil {

@@ -29,6 +29,7 @@ type scriptedOracle struct {
 	err        error
 	hung       map[string]bool // brokers whose ApiVersions never answer
 	hungQuorum bool            // DescribeQuorum never answers
+	cluster    string          // the cluster Applied answers for; "" means "c"
 	asked      atomic.Int64    // Applied questions
 	quorum     atomic.Int64    // Committed questions
 }
@@ -47,14 +48,14 @@ func (o *scriptedOracle) Committed(ctx context.Context) (consistency.Token, erro
 	return o.committed, o.err
 }
 
-func (o *scriptedOracle) Applied(ctx context.Context, addr string) (int64, error) {
+func (o *scriptedOracle) Applied(ctx context.Context, addr string, node int32) (string, int64, error) {
 	o.asked.Add(1)
 	o.mu.Lock()
 	hung := o.hung[addr]
 	o.mu.Unlock()
 	if hung {
 		<-ctx.Done()
-		return -1, ctx.Err()
+		return "", -1, ctx.Err()
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -62,7 +63,11 @@ func (o *scriptedOracle) Applied(ctx context.Context, addr string) (int64, error
 	if a >= 0 {
 		o.applied[addr] = a + o.step
 	}
-	return a, nil
+	cluster := o.cluster
+	if cluster == "" {
+		cluster = "c"
+	}
+	return cluster, a, nil
 }
 
 func (o *scriptedOracle) set(fn func(o *scriptedOracle)) {

@@ -2,10 +2,12 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -200,7 +202,7 @@ func FuzzEmulatedResponses(f *testing.F) {
 		synctest.Test(t, func(t *testing.T) {
 			const addr = "127.0.0.1:9092" // newTestConn's
 			store := knownStore(t, "abc", 5)
-			o := &scriptedOracle{applied: map[string]int64{addr: 5}, step: 1, committed: consistency.MustOf("abc", 7)}
+			o := &scriptedOracle{applied: map[string]int64{addr: 5}, step: 1, committed: consistency.MustOf("abc", 7), cluster: "abc"}
 			e, err := NewEmulator(EmulationConfig{Store: store, Oracle: o, Force: mode&2 != 0})
 			if err != nil {
 				t.Fatal(err)
@@ -245,4 +247,110 @@ func describeConfigsReq(version int16) kmsg.Request {
 	r := kmsg.NewPtrDescribeConfigsRequest()
 	r.Version = version
 	return r
+}
+
+// FuzzHostileHeld drives the paths that hold frames over hostile response
+// streams: a connection whose ApiVersions v5 named its node (the emulator's
+// view of node 3 of abc), with the emulator on (holding metadata answers
+// to learn from them), a pinned cluster (holding Metadata answers to check
+// them), the Healer's watch of held requests, and, in the relocator's
+// mode, a redirected connection that lets nothing but its ApiVersions v5
+// through until the broker answered it without error. Nothing may panic;
+// the store never leaves cluster abc nor goes below the committed offset
+// (7); kgo gets a prefix of the stream (unless a produce answer was
+// rewritten); errors are of the kinds a broker's input may cause; and a
+// redirected connection lets another request through only after a whole
+// answer without error to its ApiVersions v5.
+func FuzzHostileHeld(f *testing.F) {
+	meta := kmsg.NewPtrMetadataResponse()
+	meta.Version = 12
+	meta.ClusterID = kmsg.StringPtr("abc")
+	versions := kmsg.NewPtrApiVersionsResponse()
+	versions.Version = 5
+	versions.FinalizedFeaturesEpoch = 9
+	created := kmsg.NewPtrCreateTopicsResponse()
+	created.Version = 5
+	okVersions := respFrame(6, nil, versions.AppendTo(nil))
+	unsupported := respFrame(6, nil, []byte{0, 35, 0, 0, 0, 0})
+	all := append(append(append([]byte(nil), okVersions...), respFrame(7, []byte{0}, meta.AppendTo(nil))...), respFrame(8, []byte{0}, created.AppendTo(nil))...)
+	for mode := range uint8(8) {
+		f.Add(all, uint8(0), mode)
+		f.Add(okVersions, uint8(3), mode)
+		f.Add(unsupported, uint8(0), mode)
+	}
+	f.Add(append(append([]byte(nil), okVersions...), respFrame(7, []byte{0}, func() []byte {
+		m := *meta
+		m.ClusterID = kmsg.StringPtr("xyz")
+		return m.AppendTo(nil)
+	}())...), uint8(0), uint8(1))
+	f.Add(append(append([]byte(nil), okVersions...), respFrame(7, stateTags("abc", 3), meta.AppendTo(nil))...), uint8(5), uint8(2))
+	f.Fuzz(func(t *testing.T, stream []byte, chunk, mode uint8) {
+		if len(stream) > maxFuzzStream {
+			return
+		}
+		synctest.Test(t, func(t *testing.T) {
+			const addr = "127.0.0.1:9092"
+			store := knownStore(t, "abc", 5)
+			o := &scriptedOracle{applied: map[string]int64{addr: 5}, step: 1, committed: consistency.MustOf("abc", 7), cluster: "abc"}
+			h := NewHealer(HealerConfig{Store: store, Oracle: o})
+			defer h.Close()
+			e, err := NewEmulator(EmulationConfig{Store: store, Oracle: o, Healer: h, Force: mode&2 != 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			e.learnCommitted(t.Context())
+			cfg := Config{Store: store, Emulator: e, Healer: h, Relocator: &fakeRelocator{}}
+			if mode&1 != 0 {
+				cfg.ExpectedCluster = func() string { return "abc" }
+			}
+			i, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mv *moved
+			if mode&4 != 0 {
+				mv = &moved{cluster: "abc", node: 3, to: "127.0.0.1:9093"}
+			}
+			m := &memConn{}
+			c := newConn(i, m, addr, mv)
+			if _, err := c.Write(reqFrame(apiVersionsV5("abc", 3), 6)); err != nil {
+				t.Fatal(err)
+			}
+			later := []kmsg.Request{metadataReq(12), createTopicsReq(5), produceReq(9, -1, nil), describeConfigsReq(4)}
+			for k, r := range later {
+				_, err := c.Write(reqFrame(r, int32(7+k)))
+				switch {
+				case mv != nil && !errors.Is(err, errMovedCheck):
+					t.Fatalf("%T went through a redirected connection before its check was answered: %v", r, err)
+				case mv == nil && err != nil:
+					t.Fatal(err)
+				}
+			}
+			m.in, m.chunk = stream, int(chunk)
+			got, err := readAll(c, 4096)
+			time.Sleep(2 * healAfter) // the held watch looks at what stayed unanswered
+			synctest.Wait()
+			if cur := store.Load(); cur.ClusterID() != "abc" || cur.Offset() < 7 {
+				t.Fatalf("store went to %v", cur)
+			}
+			if len(got) > len(stream) || (i.Stats().InconsistentMetadata == 0 && !bytes.Equal(got, stream[:len(got)])) {
+				t.Fatalf("kgo got %x from %x", got, stream)
+			}
+			if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, ErrMalformedHeader) &&
+				!errors.Is(err, consistency.ErrInconsistentMetadata) && !errors.Is(err, ErrMisroute) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			if mv == nil {
+				return
+			}
+			// Redirected: checked only by a whole answer to corr 6 whose
+			// error code is 0.
+			answered := len(got) >= 10 && binary.BigEndian.Uint32(got[4:8]) == 6 &&
+				int(binary.BigEndian.Uint32(got))+4 <= len(got) && got[8] == 0 && got[9] == 0
+			if c.movedOK.Load() && !answered {
+				t.Fatalf("a redirected connection counts as checked after the answer %x", got)
+			}
+		})
+	})
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -15,13 +16,19 @@ import (
 // A token beyond the cluster's committed metadata offset can never be
 // reached by any broker: it was forged, or the metadata log was restored
 // under the same cluster id. Requests stamped with it wait, or are
-// answered INCONSISTENT_METADATA, for ever. The one Healer of a factory
-// checks the store against the committed offset and lowers it when it is
-// beyond. It is asked from two places: the Emulator, when a request has
-// waited healAfter for a broker that does not catch up, and the session,
-// after an INCONSISTENT_METADATA answer. Both only ask: the check runs on
+// answered INCONSISTENT_METADATA, for ever. A token of another cluster
+// than the bootstrap servers' (a store handed to a fresh factory) is
+// refused by every broker. The one Healer of a factory checks the store
+// against the committed offset and lowers it when it is beyond, or
+// replaces a token of another cluster when HealerConfig.Replace allows.
+// It is asked from three places: the Emulator, when a request has waited
+// healAfter for a broker that does not catch up; a connection, when a
+// request carrying a token stayed unanswered for healAfter (Held; see
+// held.go), whether its caller still waits or gave up; and the session,
+// after an INCONSISTENT_METADATA answer. All only ask: the check runs on
 // the Healer's goroutine, at most once per HealerConfig.Every, and nobody
-// waits for it.
+// waits for it. None of it waits for a broker to answer the held request:
+// a broker may hold it for as long as its request timeout.
 
 // HealerConfig configures a [Healer].
 type HealerConfig struct {
@@ -38,6 +45,12 @@ type HealerConfig struct {
 	Every time.Duration
 	// Timeout bounds one check; zero or less means 5s.
 	Timeout time.Duration
+	// Replace reports whether a store holding a token of another cluster
+	// than cluster, the one the bootstrap servers name, may be replaced by
+	// cluster's committed offset: true when the factory is not pinned and
+	// knows of no other cluster behind its bootstrap servers (a cluster
+	// change is the watcher's to report, not a heal). Nil: never.
+	Replace func(cluster string) bool
 }
 
 // Healer lowers a store beyond its cluster's committed metadata offset;
@@ -52,6 +65,10 @@ type Healer struct {
 	running bool
 	last    time.Time // when the last check started
 	wg      sync.WaitGroup
+
+	// known is the committed offset the cluster last reported (nil:
+	// none yet): a token at or below it, of its cluster, needs no check.
+	known atomic.Pointer[consistency.Token]
 }
 
 // NewHealer returns a Healer for cfg.
@@ -79,7 +96,7 @@ func (h *Healer) Check() {
 	h.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.Timeout)
 		defer cancel()
-		from, to, healed, err := heal(ctx, h.cfg.Store, h.cfg.Oracle)
+		from, to, healed, err := h.heal(ctx)
 		h.mu.Lock()
 		h.running = false
 		h.mu.Unlock()
@@ -94,6 +111,31 @@ func (h *Healer) Check() {
 	})
 }
 
+// Held is a connection's call when a request carrying the store's token
+// has stayed unanswered for healAfter: it starts a check (see Check)
+// unless the store holds a token of the cluster last reported committed,
+// at or below its committed offset. It never waits.
+func (h *Healer) Held() {
+	if h.suspect(h.cfg.Store.Load()) {
+		h.Check()
+	}
+}
+
+// suspect reports whether cur may be beyond what the cluster committed, or
+// of another cluster, as far as the last answer tells.
+func (h *Healer) suspect(cur consistency.Token) bool {
+	if cur.IsUnknown() {
+		return false
+	}
+	k := h.known.Load()
+	return k == nil || k.ClusterID() != cur.ClusterID() || cur.Offset() > k.Offset()
+}
+
+// noteCommitted records a committed offset the cluster reported.
+func (h *Healer) noteCommitted(c consistency.Token) {
+	h.known.Store(&c)
+}
+
 // Close ends a check under way and waits for it; later Checks do nothing.
 func (h *Healer) Close() {
 	h.mu.Lock()
@@ -103,17 +145,29 @@ func (h *Healer) Close() {
 	h.wg.Wait()
 }
 
-// heal checks store against the cluster's committed metadata offset and,
-// when it holds a token of that cluster beyond it, swaps it down to the
+// heal checks the store against the cluster's committed metadata offset
+// and, when it holds a token of that cluster beyond it, or a token of
+// another cluster that Replace allows to replace, swaps it for the
 // committed offset. It reports the token it replaced and the one it
 // stored; healed is false when the store was sound (or changed meanwhile).
-func heal(ctx context.Context, store consistency.Store, o Oracle) (from, to consistency.Token, healed bool, err error) {
-	committed, err := o.Committed(ctx)
+// Committed names the cluster its offset is of (one cluster, see Oracle),
+// so the store never moves to another cluster's offset under its own id.
+func (h *Healer) heal(ctx context.Context) (from, to consistency.Token, healed bool, err error) {
+	store := h.cfg.Store
+	committed, err := h.cfg.Oracle.Committed(ctx)
 	if err != nil {
 		return consistency.Token{}, consistency.Token{}, false, err
 	}
+	h.noteCommitted(committed)
 	cur := store.Load()
-	if cur.IsUnknown() || cur.ClusterID() != committed.ClusterID() || cur.Offset() <= committed.Offset() {
+	switch {
+	case cur.IsUnknown():
+		return cur, cur, false, nil
+	case cur.ClusterID() != committed.ClusterID():
+		if h.cfg.Replace == nil || !h.cfg.Replace(committed.ClusterID()) {
+			return cur, cur, false, nil
+		}
+	case cur.Offset() <= committed.Offset():
 		return cur, cur, false, nil
 	}
 	if !store.CompareAndSwap(cur, committed) {

@@ -61,18 +61,21 @@ func (r *responseReader) inspect(req inflight, brokerAt int64, body []byte) ([]b
 				r.i.noteRefused(r.addr)
 			case 0:
 				r.i.noteAccepted(r.addr)
+				if r.moved != nil && req.version >= 5 {
+					r.movedOK.Store(true) // the broker checked the node it was named
+				}
 			}
 		}
-		if r.view != nil {
-			r.i.emu.afterRead(r.view, &answer{key: req.key, version: req.version, apiVersions: body})
+		if v := r.view.Load(); v != nil {
+			r.i.emu.afterRead(v, &answer{key: req.key, version: req.version, apiVersions: body})
 		}
 		return body, nil
 	}
 	resp := kmsg.ResponseForKey(req.key)
 	resp.SetVersion(req.version)
 	if err := resp.ReadFrom(body); err != nil {
-		if r.view != nil {
-			r.i.emu.afterRead(r.view, &answer{key: req.key, version: req.version, flexible: req.flexible, token: r.holdTok})
+		if v := r.view.Load(); v != nil {
+			r.i.emu.afterRead(v, &answer{key: req.key, version: req.version, flexible: req.flexible, token: r.holdTok})
 		}
 		return body, nil // not a body kmsg reads: kgo reports that itself
 	}
@@ -83,8 +86,8 @@ func (r *responseReader) inspect(req inflight, brokerAt int64, body []byte) ([]b
 			return nil, r.misroute(pin, *m.ClusterID)
 		}
 	}
-	if r.view != nil {
-		r.i.emu.afterRead(r.view, &answer{key: req.key, version: req.version, flexible: req.flexible,
+	if v := r.view.Load(); v != nil {
+		r.i.emu.afterRead(v, &answer{key: req.key, version: req.version, flexible: req.flexible,
 			token: r.holdTok, resp: resp, deadline: nanosTime(r.rdl.Load())})
 	}
 	v := reflect.ValueOf(resp)

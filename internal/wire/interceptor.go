@@ -93,6 +93,12 @@ type Config struct {
 	// check on: the node to follow is learnt from its ApiVersions v5
 	// requests, and a redirected connection must open with one.
 	Relocator Relocator
+	// Healer, when not nil, is asked (Healer.Held) when a request
+	// carrying a token stays unanswered for a short bound, and a
+	// connection whose held request carried a token the store no longer
+	// holds is failed so that kgo sends it again (see held.go). It must
+	// work on Store, or on the store Store is handed over.
+	Healer *Healer
 
 	// timing replaces the timing policy in tests; zero fields take the
 	// defaults.
@@ -138,6 +144,7 @@ type Interceptor struct {
 	expected func() string
 	adopt    func(addr, cluster string) bool
 	emu      *Emulator
+	healer   *Healer
 	reloc    relocation
 	refused  refusals
 	timing   timing
@@ -173,6 +180,7 @@ func New(cfg Config) (*Interceptor, error) {
 		expected: cfg.ExpectedCluster,
 		adopt:    cfg.Adopt,
 		emu:      cfg.Emulator,
+		healer:   cfg.Healer,
 		reloc:    relocation{r: cfg.Relocator},
 		timing:   cfg.timing.withDefaults(),
 	}

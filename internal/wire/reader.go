@@ -17,6 +17,11 @@ func (r *responseReader) read(p []byte) (int, error) {
 		if len(r.release) > 0 {
 			n := copy(p, r.release)
 			r.release = r.release[n:]
+			if len(r.release) == 0 && cap(r.hold) > maxKeptHold {
+				// A large held answer (a 4 MiB Metadata) is not kept
+				// for the connection's life.
+				r.hold, r.release = nil, nil
+			}
 			return n, nil
 		}
 		if r.rerr != nil {
@@ -53,6 +58,11 @@ func (r *responseReader) read(p []byte) (int, error) {
 			n, rerr = r.Conn.Read(p)
 			if n == 0 {
 				if rerr != nil {
+					if e := r.held.aborted.Load(); e != nil {
+						rerr = e
+						r.rerr = e
+						return 0, e
+					}
 					if !r.dead.Load() && peerEnded(rerr) {
 						r.peerClosed()
 						r.i.noteClose(r.addr)
@@ -114,6 +124,9 @@ func (r *responseReader) scan(b []byte) (int, error) {
 			case ok && head.corr == r.rh.corr:
 				r.q.pop()
 				r.cur = head
+				if head.watched {
+					r.noteAnswered()
+				}
 			case r.noAckAnswer(r.rh.corr, &r.cur):
 				// An acks=0 produce answered anyway; the head still waits.
 			case ok:
@@ -158,8 +171,8 @@ func (r *responseReader) scan(b []byte) (int, error) {
 			r.hold = r.hold[:0]
 			return pos, nil
 		}
-		if r.view != nil {
-			r.i.emu.afterRead(r.view, &answer{key: req.key, version: req.version, flexible: req.flexible,
+		if v := r.view.Load(); v != nil {
+			r.i.emu.afterRead(v, &answer{key: req.key, version: req.version, flexible: req.flexible,
 				token: r.rh.hasState && len(r.rh.state.ClusterID) > 0})
 		}
 	}
@@ -236,7 +249,7 @@ func (r *responseReader) shouldHold(req *inflight, h *respHeader) bool {
 	if req.key == apiVersionsKey {
 		return r.rbody >= 2 && r.rbody <= maxHeldFrame
 	}
-	if r.view != nil && r.rbody > 0 && r.rbody <= maxHeldFrame && r.i.emu.holds(r.view, req.key, h.hasState) {
+	if v := r.view.Load(); v != nil && r.rbody > 0 && r.rbody <= maxHeldFrame && r.i.emu.holds(v, req.key, h.hasState) {
 		return true
 	}
 	if req.key == metadataKey && r.pinned() != "" {
@@ -316,6 +329,9 @@ func (r *responseReader) peerClosed() {
 // fail makes err sticky and closes the socket: no later answer can be
 // matched to its request.
 func (r *responseReader) fail(err error) {
+	if e := r.held.aborted.Load(); e != nil {
+		err = e
+	}
 	if r.rerr == nil {
 		r.rerr = err
 		r.dead.Store(true)

@@ -28,7 +28,8 @@ import (
 // the node kgo knows at that address lives now. If it moved, the dial goes
 // to the new address, and that connection must open with the ApiVersions
 // v5 request naming the same cluster and node, which the broker there
-// checks (KIP-1242): nothing else is written to it before. The Relocator
+// checks (KIP-1242): nothing else is written to it before the broker
+// answered that request without error. The Relocator
 // is told once the connection has been answered, so that kgo refreshes its
 // metadata and dials the new address itself from then on; telling it
 // earlier would have kgo replace the broker, and kill the redirected
@@ -233,10 +234,14 @@ func (i *Interceptor) locate(ctx context.Context, addr, cluster string, node int
 // request is not the ApiVersions v5 naming the node it was redirected for.
 var errMovedCheck = errors.New("wire: a connection to a broker's new address must open with the ApiVersions v5 request naming its cluster and node")
 
-// checkMoved lets through the first request of a redirected connection only
-// if it is the whole ApiVersions v5 request naming the cluster and node the
-// connection was redirected for: the broker's KIP-1242 check of that
-// request is what makes the new address trustworthy.
+// checkMoved lets a request through a redirected connection, until the
+// broker answered the ApiVersions v5 naming the node without error
+// (movedOK, set by the reader), only if it is the whole ApiVersions v5
+// request naming the cluster and node the connection was redirected for:
+// the broker's KIP-1242 check of that request is what makes the new
+// address trustworthy, and only an answer without error says the check
+// ran and passed. A server that answers UNSUPPORTED_VERSION gets no
+// downgraded ApiVersions, no SASL, nothing else.
 func (w *requestWriter) checkMoved(p []byte) error {
 	if parseRequest(p, &w.wh) != nil || 4+int(w.wh.size) != len(p) || w.wh.key != apiVersionsKey || w.wh.version < 5 {
 		return fmt.Errorf("%w (addr %s, new address %s)", errMovedCheck, w.addr, w.moved.to)
@@ -245,18 +250,26 @@ func (w *requestWriter) checkMoved(p []byte) error {
 	if !ok || node != w.moved.node || string(cluster) != w.moved.cluster {
 		return fmt.Errorf("%w (addr %s, new address %s: want cluster %q node %d)", errMovedCheck, w.addr, w.moved.to, w.moved.cluster, w.moved.node)
 	}
-	w.movedChecked = true
 	return nil
 }
 
 // noteAPIVersions records the cluster and node that a whole ApiVersions
-// request p (parsed into w.wh) names, if it is v5 and names them.
+// request p (parsed into w.wh) names, if it is v5 and names them: for the
+// Relocator's table, and for the Emulator, which keys what it knows of a
+// broker by node and cluster (Emulator.bind).
 func (w *requestWriter) noteAPIVersions(p []byte) {
-	if w.wh.version < 5 || len(p) < w.wh.hdrLen {
+	if w.wh.version < 5 || len(p) < w.wh.hdrLen || (w.i.reloc.r == nil && w.i.emu == nil) {
 		return
 	}
-	if cluster, node, ok := apiVersionsIDs(p[w.wh.hdrLen:]); ok {
+	cluster, node, ok := apiVersionsIDs(p[w.wh.hdrLen:])
+	if !ok {
+		return
+	}
+	if w.i.reloc.r != nil {
 		w.i.noteNode(w.addr, cluster, node)
+	}
+	if w.i.emu != nil {
+		w.view.Store(w.i.emu.bind(w.addr, cluster, node))
 	}
 }
 

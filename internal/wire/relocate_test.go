@@ -23,6 +23,7 @@ import (
 type fakeBroker struct {
 	ln       net.Listener
 	accepted atomic.Int64
+	apiErr   atomic.Uint32 // the error code of its ApiVersions answers
 	mu       sync.Mutex
 	conns    []net.Conn
 	wg       sync.WaitGroup
@@ -89,7 +90,11 @@ func (b *fakeBroker) serve(c net.Conn) {
 			return
 		}
 		corr := int32(binary.BigEndian.Uint32(req[4:8]))
-		if _, err := c.Write(respFrame(corr, nil, []byte{0, 0, 0, 0})); err != nil {
+		body := []byte{0, 0, 0, 0}
+		if int16(binary.BigEndian.Uint16(req)) == apiVersionsKey {
+			binary.BigEndian.PutUint16(body, uint16(b.apiErr.Load()))
+		}
+		if _, err := c.Write(respFrame(corr, nil, body)); err != nil {
 			return
 		}
 	}
@@ -261,6 +266,35 @@ func TestRelocateFollowsMove(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("write on a redirected connection: %v allocations", n)
 	}
+}
+
+// TestRelocateNeedsCheckedAnswer: a redirected connection counts as
+// checked once the broker answered its ApiVersions v5 without error, not
+// once the request was written: a server there that answers
+// UNSUPPORTED_VERSION gets no downgraded ApiVersions (which names no node)
+// and nothing else, while the v5 may be sent again.
+func TestRelocateNeedsCheckedAnswer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	old, moved := newFakeBroker(t), newFakeBroker(t)
+	moved.apiErr.Store(35) // UNSUPPORTED_VERSION
+	ic := newRelocating(t, &fakeRelocator{to: moved.addr()})
+	knownThenClosed(t, ctx, ic, old)
+	c, err := ic.DialContext(ctx, "tcp", old.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	moved.waitAccepted(t, 1)
+	exchange(t, c, apiVersionsV5("c", 3), 1)
+	for _, req := range []kmsg.Request{apiVersionsReq(3), metadataReq(1)} {
+		if n, err := c.Write(reqFrame(req, 2)); n != 0 || !errors.Is(err, errMovedCheck) {
+			t.Fatalf("%T v%d after an UNSUPPORTED_VERSION answer to the v5 check: %d bytes, %v; want 0 and errMovedCheck", req, req.GetVersion(), n, err)
+		}
+	}
+	moved.apiErr.Store(0)
+	exchange(t, c, apiVersionsV5("c", 3), 2)
+	exchange(t, c, metadataReq(1), 3)
 }
 
 // TestRelocateBounds: whenever the Relocator cannot tell where the node

@@ -18,7 +18,7 @@ func (w *requestWriter) write(p []byte) (int, error) {
 	if w.idleClosed(time.Now().UnixNano()) {
 		return 0, w.idleClosedError()
 	}
-	if w.moved != nil && !w.movedChecked {
+	if w.moved != nil && !w.movedOK.Load() {
 		if err := w.checkMoved(p); err != nil {
 			return 0, err
 		}
@@ -27,7 +27,7 @@ func (w *requestWriter) write(p []byte) (int, error) {
 	// state kept across writes.
 	if w.wbody == 0 && !w.winHeader && !w.wraw && len(p) <= coalesceMax {
 		if parseRequest(p, &w.wh) == nil && 4+int(w.wh.size) == len(p) {
-			if w.wh.key == apiVersionsKey && w.i.reloc.r != nil {
+			if w.wh.key == apiVersionsKey {
 				w.noteAPIVersions(p)
 			}
 			return w.writeFrame(p)
@@ -182,8 +182,8 @@ func (w *requestWriter) stamp(dst, src []byte) ([]byte, bool, error) {
 	stamped := false
 	sent := int64(-1)
 	cur := w.i.store.Load()
-	if w.view != nil {
-		waited, err := w.i.emu.beforeWrite(w.view, h.key, cur, nanosTime(w.wdl.Load()), w.stopWaiting)
+	if v := w.view.Load(); v != nil {
+		waited, err := w.i.emu.beforeWrite(v, h.key, cur, nanosTime(w.wdl.Load()), w.stopWaiting)
 		if err != nil {
 			return dst, false, err
 		}
@@ -215,16 +215,21 @@ func (w *requestWriter) stamp(dst, src []byte) ([]byte, bool, error) {
 		}
 	}
 	if h.expectsAnswer {
+		watched := stamped && w.i.healer != nil && !mayBlock(h.key)
 		err := w.q.push(inflight{
 			corr:     h.corr,
 			flexible: responseFlexible(h.key, h.version),
 			raw:      h.key == saslHandshakeKey && h.version == 0,
+			watched:  watched,
 			sent:     sent,
 			key:      h.key,
 			version:  h.version,
 		}, w.stopWaiting)
 		if err != nil {
 			return dst, false, err
+		}
+		if watched {
+			w.noteWatched(h.key, cur)
 		}
 	} else {
 		w.noteNoAck(h)

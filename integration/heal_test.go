@@ -1,0 +1,130 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/integration/localcluster"
+	"github.com/kconsist/kconsist/internal/testkit"
+)
+
+// warnLog is a slog handler that keeps the messages logged at Warn or
+// above.
+type warnLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnLog) Enabled(context.Context, slog.Level) bool { return true }
+func (w *warnLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		msg := r.Message
+		r.Attrs(func(a slog.Attr) bool { msg += " " + a.String(); return true })
+		w.mu.Lock()
+		w.msgs = append(w.msgs, msg)
+		w.mu.Unlock()
+	}
+	return nil
+}
+func (w *warnLog) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnLog) WithGroup(string) slog.Handler      { return w }
+
+func (w *warnLog) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.msgs...)
+}
+
+// TestPoisonedStoreHealsAtDefaultHold: a store poisoned through the
+// low-level Store API, with a token far beyond the committed offset or
+// with a token of another cluster given to a fresh factory, on a 3-broker
+// cluster whose brokers hold a request for their default WaitMax (5 s,
+// native) or whose requests the emulator holds (emulated), while every
+// caller gives up after 3 s, before any hold ends, or after 100 ms, before
+// a request has been held long enough to have the store checked (the
+// check then runs for a request whose caller is gone): the factory works
+// again within 3 s, with one EventTokenHealed and one warning.
+//
+// The 3 s bound is on what is measured (from the poisoning to the first
+// call that works), and generous: the heal is asked once a request has
+// been held healAfter (250 ms) and needs one Metadata and one
+// DescribeQuorum on loopback. Without healing that does not wait for the
+// broker, no call works before the 5 s hold ends, and then only if a
+// caller still waits.
+func TestPoisonedStoreHealsAtDefaultHold(t *testing.T) {
+	for _, native := range []bool{true, false} {
+		for _, poison := range []string{"future", "foreign"} {
+			for _, deadline := range []time.Duration{3 * time.Second, 100 * time.Millisecond} {
+				t.Run(fmt.Sprintf("native=%v/%s/deadline=%v", native, poison, deadline), func(t *testing.T) {
+					poisonedStoreHeals(t, native, poison, deadline)
+				})
+			}
+		}
+	}
+}
+
+// poisonedStoreHeals is one case of TestPoisonedStoreHealsAtDefaultHold:
+// callers with deadline in a loop.
+func poisonedStoreHeals(t *testing.T, native bool, poison string, deadline time.Duration) {
+	c, err := localcluster.New(localcluster.Brokers(3), localcluster.Native(native))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	ctx := testkit.CtxFor(t, 60*time.Second)
+
+	// The foreign token is given to a fresh factory; the future
+	// one is put into the store of a factory that has worked
+	// with the cluster already (its connections know whether
+	// the brokers send tokens).
+	store := consistency.NewMemoryStore()
+	if poison == "foreign" {
+		_, err = store.Advance(consistency.MustOf("another-cluster-xyz", 9_000))
+		require.NoError(t, err)
+	}
+	events := &healEvents{}
+	warns := &warnLog{}
+	f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(c.Addrs()...),
+		factory.WithObserver(events), factory.Logger(slog.New(warns)))
+	require.NoError(t, err)
+	defer f.Close(context.Background())
+	adm, err := f.Admin()
+	require.NoError(t, err)
+	defer adm.Close(context.Background())
+	start := time.Now()
+	if poison == "future" {
+		created, err := adm.CreateTopic(ctx, 1, 1, nil, "before")
+		require.NoError(t, err)
+		require.NoError(t, created.Err)
+		_, err = store.Advance(consistency.MustOf(c.ClusterID(), 9_000_000_000_000_000_000))
+		require.NoError(t, err)
+		start = time.Now()
+	}
+
+	var lastErr error
+	calls := 0
+	for time.Since(start) < 20*time.Second {
+		cctx, cancel := context.WithTimeout(ctx, deadline)
+		_, lastErr = adm.ListTopics(cctx)
+		cancel()
+		calls++
+		if lastErr == nil {
+			break
+		}
+	}
+	took := time.Since(start)
+	require.NoError(t, lastErr, "after %v and %d calls", took, calls)
+	t.Logf("working again after %v (%d calls); token %v", took.Round(time.Millisecond), calls, f.Token())
+	require.Less(t, took, 3*time.Second, "working again within 3 s")
+	tok := f.Token()
+	require.Equal(t, c.ClusterID(), tok.ClusterID())
+	require.LessOrEqual(t, tok.Offset(), c.LogEnd())
+	require.Equal(t, 1, events.count(), "one EventTokenHealed")
+	require.Len(t, warns.all(), 1, "one warning: %q", warns.all())
+}

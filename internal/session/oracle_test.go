@@ -1,0 +1,128 @@
+package session
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/consistency"
+)
+
+// TestCommittedIsOfOneCluster: behind the bootstrap address, the cluster
+// changes at every DescribeQuorum it answers (cluster-a with high
+// watermark 11, cluster-b with 501, in turn: a cluster moving behind its
+// address, as fast as can be). Every committed offset the oracle reports is
+// of the cluster it names, or none is reported: never one cluster's offset
+// under the other's id, which would let a heal lower a store of cluster-b
+// to cluster-a's offset.
+func TestCommittedIsOfOneCluster(t *testing.T) {
+	k := newKraftFake(t)
+	ids := []string{"cluster-a", "cluster-b"}
+	hwms := []int64{11, 501}
+	var turn atomic.Int64
+	host, port, err := net.SplitHostPort(k.seeds[0])
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	k.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		k.KeepControl()
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		id := ids[turn.Load()%2]
+		resp.ClusterID = &id
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = 0, host, int32(p)
+		resp.Brokers = append(resp.Brokers, b)
+		resp.ControllerID = 0
+		return resp, nil, true
+	})
+	answer := func() int64 { return hwms[turn.Add(1)%2] } // answered, then the cluster changes
+	k.quorumHWM.Store(&answer)
+	want := map[string]int64{"cluster-a": 10, "cluster-b": 500}
+	s, err := New(Config{Store: consistency.NewMemoryStore(), Base: k.build(), ErrClosed: errClosed, ErrConfig: errConfig})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	refused := 0
+	for range 20 {
+		c, err := s.Committed(ctx)
+		if err != nil {
+			refused++ // the two Metadata answers named two clusters
+			continue
+		}
+		require.Equal(t, want[c.ClusterID()], c.Offset(), "committed offset %v mixes two clusters", c)
+	}
+	t.Logf("%d of 20 answers refused as mixed", refused)
+
+	// The cluster stays put: the answer comes, of that cluster.
+	stable := func() int64 { return hwms[turn.Load()%2] }
+	k.quorumHWM.Store(&stable)
+	c, err := s.Committed(ctx)
+	require.NoError(t, err)
+	require.Equal(t, want[c.ClusterID()], c.Offset())
+}
+
+// TestOracleKeepsClusterCheck: the oracle's clients may send ApiVersions
+// v5, which names the cluster and node they expect (KIP-1242): a broker of
+// another cluster at a known address refuses them rather than answer.
+func TestOracleKeepsClusterCheck(t *testing.T) {
+	k := newKraftFake(t)
+	s, err := New(Config{Store: consistency.NewMemoryStore(), Base: k.build(), ErrClosed: errClosed, ErrConfig: errConfig})
+	require.NoError(t, err)
+	defer s.Close()
+	q, p, err := s.oracle.clients()
+	require.NoError(t, err)
+	for _, cl := range []*kgo.Client{q, p} {
+		if mv, ok := cl.OptValue(kgo.MaxVersions).(interface {
+			LookupMaxKeyVersion(int16) (int16, bool)
+		}); ok && mv != nil {
+			v, ok := mv.LookupMaxKeyVersion(apiVersionsKey)
+			require.True(t, !ok || v >= 5, "ApiVersions capped at v%d", v)
+		}
+	}
+}
+
+// churnRequestor answers Metadata with kgo's broker 0 and two brokers that
+// change at every answer: one at a new address, one with a new node id
+// at a reused address.
+type churnRequestor struct{ n int32 }
+
+func (c *churnRequestor) Request(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+	c.n++
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.ClusterID = kmsg.StringPtr("c")
+	churn := kmsg.NewMetadataResponseBroker()
+	churn.NodeID, churn.Host, churn.Port = c.n, "127.0.0.2", 10000+c.n
+	reused := kmsg.NewMetadataResponseBroker()
+	reused.NodeID, reused.Host, reused.Port = 1000+c.n, "127.0.0.3", 9092
+	resp.Brokers = append(resp.Brokers, churn, reused)
+	return resp, nil
+}
+
+// TestOracleNodesFollowAnswers: the oracle's address → node map is the
+// last Metadata answer's (and the seeds'), not every answer's: address
+// churn does not grow it, and a reused address maps to its new node.
+func TestOracleNodesFollowAnswers(t *testing.T) {
+	k := newKraftFake(t)
+	s, err := New(Config{Store: consistency.NewMemoryStore(), Base: k.build(), ErrClosed: errClosed, ErrConfig: errConfig})
+	require.NoError(t, err)
+	defer s.Close()
+	_, _, err = s.oracle.clients()
+	require.NoError(t, err)
+	r := &churnRequestor{}
+	for range 50 {
+		_, err := s.oracle.metadata(t.Context(), r)
+		require.NoError(t, err)
+	}
+	s.oracle.mu.Lock()
+	defer s.oracle.mu.Unlock()
+	require.LessOrEqual(t, len(s.oracle.nodes), len(k.seeds)+2)
+	require.Equal(t, 1000+r.n, s.oracle.nodes["127.0.0.3:9092"], "the reused address maps to its new node")
+}
