@@ -152,7 +152,9 @@ public class JavaClient {
                     + " elr=" + p0.elr() + " lastKnownElr=" + p0.lastKnownElr());
 
             var topicRes = new ConfigResource(ConfigResource.Type.TOPIC, configured);
-            var brokerRes = new ConfigResource(ConfigResource.Type.BROKER, "0");
+            // The first node, whatever the cluster numbers its nodes from.
+            String firstNode = String.valueOf(dc.nodes().get().stream().mapToInt(n -> n.id()).min().getAsInt());
+            var brokerRes = new ConfigResource(ConfigResource.Type.BROKER, firstNode);
             Map<ConfigResource, Config> configs = eventually("describeConfigs", () -> admin.describeConfigs(List.of(topicRes, brokerRes),
                     new DescribeConfigsOptions().includeSynonyms(true).includeDocumentation(true)).all().get());
             ConfigEntry policy = configs.get(topicRes).get("cleanup.policy");

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kconsist/kconsist/integration/javaclient"
+	"github.com/kconsist/kconsist/integration/kafkatest"
 	"github.com/kconsist/kconsist/integration/localcluster"
 )
 
@@ -40,4 +41,28 @@ func TestJavaClientAll(t *testing.T) {
 	st := c.Stats()
 	require.Zero(t, st.ClosedMalformed, "no connection closed for a request the gateway could not parse")
 	require.Positive(t, st.StaleAnswers, "the brokers' lag showed")
+}
+
+// TestJavaClientAllOnKIP1243Brokers: the Apache Kafka 4.4 Java client,
+// which sends no token, goes through every call of its "all" mode (Admin
+// calls, an idempotent producer, consumers in a classic and a KIP-848
+// group) on 3 real Kafka 4.4 nodes that speak KIP-1243 through the agent:
+// the tagged response headers and the token checks leave it unharmed.
+func TestJavaClientAllOnKIP1243Brokers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real Apache Kafka; skipped with -short")
+	}
+	c := kafkatest.Start(t, kafkatest.Nodes(3), kafkatest.KIP1243())
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := javaclient.Command(t, ctx, "all", strings.Join(c.BootstrapAddrs(), ","))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		t.Log(line)
+	}
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(stdout.String()), "PASS") {
+		t.Fatalf("JavaClient all on KIP-1243 brokers: %v\nstderr:\n%s", err, stderr.String())
+	}
 }
