@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -193,11 +194,12 @@ func TestPooledSamples(t *testing.T) {
 // geometric mean of their per-round values, their latency samples pooled),
 // the control with plain kgo alone; the intervals bracket the ratios.
 func TestBaselines(t *testing.T) {
-	r := &overheadResult{Block: []int{0, 0, 1, 1}}
+	r := newOverheadResult("", overheadConfig{})
+	r.Block = []int{0, 0, 1, 1}
 	r.Tput[vFactory] = []float64{100, 100, 90, 90}
 	r.Tput[vPlain] = []float64{50, 50, 90, 90}
 	r.Tput[vControl] = []float64{200, 200, 90, 90}
-	r.CPU = r.Tput
+	r.CPU = slices.Clone(r.Tput) // the rows, not the values, are the CPU's own
 	require.Equal(t, []float64{1, 1, 1, 1}, r.tputRatios(vFactory), "100 over the geometric mean of 50 and 200")
 	require.Equal(t, []float64{4, 4, 1, 1}, r.tputRatios(vControl))
 	require.Equal(t, r.tputRatios(vFactory), r.cpuRatios(vFactory))
