@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/kafkatest"
 )
 
@@ -366,4 +367,33 @@ func TestMisrouteOnlyQuick(t *testing.T) {
 		}
 	}
 	require.Contains(t, doc, "](misroute_local_java.png)")
+}
+
+// TestOverheadNames: with a second factory the two are named by their
+// modes; a run of three keeps the names it always had.
+func TestOverheadNames(t *testing.T) {
+	three := newOverheadResult("", overheadConfig{Mode: factory.ModeNative})
+	require.Len(t, three.Tput, 3)
+	require.Equal(t, []string{"factory", "plain kgo", "control (plain kgo)"},
+		[]string{three.nameOf(0), three.nameOf(1), three.nameOf(2)})
+	four := newOverheadResult("", nativeOverhead(overheadConfig{}))
+	require.Len(t, four.Tput, 4)
+	require.Equal(t, []string{"factory emulated", "plain kgo", "control (plain kgo)", "factory native"},
+		[]string{four.nameOf(0), four.nameOf(1), four.nameOf(2), four.nameOf(3)})
+	// Each client runs in each place once in four rounds.
+	for place := range 4 {
+		seen := map[int]bool{}
+		for _, o := range ordersFor(4) {
+			seen[o[place]] = true
+		}
+		require.Len(t, seen, 4, "place %d", place)
+	}
+	// ... and right after each other client once.
+	next := map[[2]int]int{}
+	for _, o := range ordersFor(4) {
+		for i := 1; i < 4; i++ {
+			next[[2]int{o[i-1], o[i]}]++
+		}
+	}
+	require.Len(t, next, 12)
 }

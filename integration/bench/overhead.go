@@ -37,6 +37,9 @@ var variantNames = [3]string{"factory", "plain kgo", "control (plain kgo)"}
 // nameOf is the name of overhead client v in r (a factory after the
 // control is named by its mode).
 func (r *overheadResult) nameOf(v int) string {
+	if v == vFactory && len(r.Cfg.AlsoModes) > 0 {
+		return "factory " + modeName(r.Cfg.Mode)
+	}
 	if v < len(variantNames) {
 		return variantNames[v]
 	}
