@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/kafkatest"
 )
 
@@ -193,11 +195,12 @@ func TestPooledSamples(t *testing.T) {
 // geometric mean of their per-round values, their latency samples pooled),
 // the control with plain kgo alone; the intervals bracket the ratios.
 func TestBaselines(t *testing.T) {
-	r := &overheadResult{Block: []int{0, 0, 1, 1}}
+	r := newOverheadResult("", overheadConfig{})
+	r.Block = []int{0, 0, 1, 1}
 	r.Tput[vFactory] = []float64{100, 100, 90, 90}
 	r.Tput[vPlain] = []float64{50, 50, 90, 90}
 	r.Tput[vControl] = []float64{200, 200, 90, 90}
-	r.CPU = r.Tput
+	r.CPU = slices.Clone(r.Tput) // the rows, not the values, are the CPU's own
 	require.Equal(t, []float64{1, 1, 1, 1}, r.tputRatios(vFactory), "100 over the geometric mean of 50 and 200")
 	require.Equal(t, []float64{4, 4, 1, 1}, r.tputRatios(vControl))
 	require.Equal(t, r.tputRatios(vFactory), r.cpuRatios(vFactory))
@@ -364,4 +367,33 @@ func TestMisrouteOnlyQuick(t *testing.T) {
 		}
 	}
 	require.Contains(t, doc, "](misroute_local_java.png)")
+}
+
+// TestOverheadNames: with a second factory the two are named by their
+// modes; a run of three keeps the names it always had.
+func TestOverheadNames(t *testing.T) {
+	three := newOverheadResult("", overheadConfig{Mode: factory.ModeNative})
+	require.Len(t, three.Tput, 3)
+	require.Equal(t, []string{"factory", "plain kgo", "control (plain kgo)"},
+		[]string{three.nameOf(0), three.nameOf(1), three.nameOf(2)})
+	four := newOverheadResult("", nativeOverhead(overheadConfig{}))
+	require.Len(t, four.Tput, 4)
+	require.Equal(t, []string{"factory emulated", "plain kgo", "control (plain kgo)", "factory native"},
+		[]string{four.nameOf(0), four.nameOf(1), four.nameOf(2), four.nameOf(3)})
+	// Each client runs in each place once in four rounds.
+	for place := range 4 {
+		seen := map[int]bool{}
+		for _, o := range ordersFor(4) {
+			seen[o[place]] = true
+		}
+		require.Len(t, seen, 4, "place %d", place)
+	}
+	// ... and right after each other client once.
+	next := map[[2]int]int{}
+	for _, o := range ordersFor(4) {
+		for i := 1; i < 4; i++ {
+			next[[2]int{o[i-1], o[i]}]++
+		}
+	}
+	require.Len(t, next, 12)
 }

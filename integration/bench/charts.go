@@ -10,18 +10,20 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-var colors = [3]color.Color{
+var colors = [4]color.Color{
 	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // factory
 	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // plain kgo
 	color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}, // control (plain kgo)
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // a second factory (vFactory2)
 }
 
 // darkColors are darker shades of colors, for a second series of a client
 // (its p99 beside its p50).
-var darkColors = [3]color.Color{
+var darkColors = [4]color.Color{
 	color.RGBA{R: 0x0b, G: 0x3c, B: 0x5d, A: 0xff},
 	color.RGBA{R: 0xa8, G: 0x4e, B: 0x00, A: 0xff},
 	color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
+	color.RGBA{R: 0x14, G: 0x5a, B: 0x14, A: 0xff},
 }
 
 func save(p *plot.Plot, dir, name string) (string, error) {
@@ -49,7 +51,7 @@ func overheadCharts(r *overheadResult, dir, prefix, title string) ([]string, err
 		}
 		l.Color, s.Color = colors[v], colors[v]
 		p.Add(l, s)
-		p.Legend.Add(variantNames[v], l, s)
+		p.Legend.Add(r.nameOf(v), l, s)
 	}
 	p.Y.Min = 0
 	p.Legend.Top = false
@@ -69,9 +71,9 @@ func overheadCharts(r *overheadResult, dir, prefix, title string) ([]string, err
 			return nil, err
 		}
 		b.Color = colors[v]
-		b.Offset = w * vg.Length(v-1)
+		b.Offset = w * (vg.Length(v) - vg.Length(len(r.Lat)-1)/2)
 		p.Add(b)
-		p.Legend.Add(variantNames[v], b)
+		p.Legend.Add(r.nameOf(v), b)
 	}
 	p.NominalX("p50", "p99")
 	// The bars sit beside their tick by an offset gonum does not count in

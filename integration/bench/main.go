@@ -7,6 +7,7 @@
 //	go run ./integration/bench -realkafka   # also the overhead on 3 Apache Kafka 4.4 nodes (needs java, mvn)
 //	go run ./integration/bench -realkafka -local=false   # only real Kafka
 //	go run ./integration/bench -realkafka-ryw -local=false   # read-your-writes and emulated-token overhead on real Kafka
+//	go run ./integration/bench -realkafka-ryw -kip1243 -local=false   # the same on nodes with the KIP-1243 agent: plain kgo, emulated and native mode
 //	go run ./integration/bench -scale 3     # three times the overhead rounds: narrower intervals, longer run
 //	go run ./integration/bench -consume-only [-realkafka]   # only the consumer comparison
 //	go run ./integration/bench -misroute-only [-realkafka]  # only misroute recovery, with the Java producer
@@ -66,6 +67,10 @@ type options struct {
 	// RealKafkaRYW runs read-your-writes and the overhead with emulated
 	// tokens on 3 real Kafka nodes (section realkafka-ryw).
 	RealKafkaRYW bool
+	// KIP1243, with RealKafkaRYW, starts the nodes with the KIP-1243
+	// agent and compares plain kgo, a factory in emulated mode and one in
+	// native mode (section realkafka-native) instead.
+	KIP1243 bool
 
 	// Isolate runs each step in a child process of its own (see the
 	// package doc). main sets it from -isolate; a test that calls run
@@ -139,6 +144,7 @@ func bindFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.Local, "local", true, "run the local-cluster benchmarks (consumer, overhead, read-your-writes, misroute)")
 	fs.BoolVar(&o.RealKafka, "realkafka", false, "also measure the overhead on 3 real Apache Kafka 4.4 nodes (java + mvn; several minutes)")
 	fs.BoolVar(&o.RealKafkaRYW, "realkafka-ryw", false, "on 3 real Apache Kafka 4.4 nodes: read-your-writes latency and the overhead with emulated tokens (java + mvn; several minutes)")
+	fs.BoolVar(&o.KIP1243, "kip1243", false, "with -realkafka-ryw: start the nodes with the KIP-1243 agent and measure plain kgo, emulated and native mode side by side (section realkafka-native) instead")
 	fs.BoolVar(&o.ConsumeOnly, "consume-only", false, "run only the consumer comparison (local; with -realkafka also on real Kafka)")
 	fs.BoolVar(&o.MisrouteOnly, "misroute-only", false, "run only misroute recovery against plain kgo and the Java 4.4 producer (local; with -realkafka also on real Kafka; needs java, mvn)")
 	fs.IntVar(&o.Scale, "scale", 1, "multiply the overhead rounds and blocks by this (1 to 20): narrower intervals, a run about that many times longer")
@@ -200,7 +206,8 @@ func stepsOf(o options) []step {
 		{!o.MisrouteOnly && o.Local, step{consumeSection, 5, 2, runLocalConsume}},
 		{!o.MisrouteOnly && o.RealKafka, step{kconsumeSection, 10, 2, runRealConsume}},
 		{!o.MisrouteOnly && o.RealKafka && !o.ConsumeOnly, step{kafkaSection, 10, 10, runReal}},
-		{!o.MisrouteOnly && o.RealKafkaRYW && !o.ConsumeOnly, step{rywKafkaSection, 10, 10, runRealRYW}},
+		{!o.MisrouteOnly && o.RealKafkaRYW && !o.ConsumeOnly && !o.KIP1243, step{rywKafkaSection, 10, 10, runRealRYW}},
+		{!o.MisrouteOnly && o.RealKafkaRYW && !o.ConsumeOnly && o.KIP1243, step{nativeSection, 10, 14, runRealNative}},
 	}
 	var steps []step
 	for _, s := range all {
@@ -217,6 +224,9 @@ func stepsOf(o options) []step {
 func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(o.Charts, 0o755); err != nil {
 		return err
+	}
+	if o.KIP1243 && (!o.RealKafkaRYW || o.ConsumeOnly || o.MisrouteOnly) {
+		return errors.New("-kip1243 needs -realkafka-ryw (and neither -consume-only nor -misroute-only)")
 	}
 	steps := stepsOf(o)
 	if o.Step != "" {
@@ -285,7 +295,7 @@ func childArgs(o options, name, out string) []string {
 	return []string{
 		"-step=" + name, "-step-out=" + out, "-step-command=" + o.Command,
 		"-quick=" + b(o.Quick), "-scale=" + strconv.Itoa(max(o.Scale, 1)), "-local=" + b(o.Local),
-		"-realkafka=" + b(o.RealKafka), "-realkafka-ryw=" + b(o.RealKafkaRYW),
+		"-realkafka=" + b(o.RealKafka), "-realkafka-ryw=" + b(o.RealKafkaRYW), "-kip1243=" + b(o.KIP1243),
 		"-consume-only=" + b(o.ConsumeOnly), "-misroute-only=" + b(o.MisrouteOnly),
 		"-out=" + o.Out, "-charts=" + o.Charts,
 	}

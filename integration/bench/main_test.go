@@ -48,6 +48,9 @@ func TestStepsOf(t *testing.T) {
 		{options{Local: true, RealKafka: true}, []string{localSection, consumeSection, kconsumeSection, kafkaSection}},
 		{options{Local: true, RealKafka: true, RealKafkaRYW: true}, []string{localSection, consumeSection, kconsumeSection, kafkaSection, rywKafkaSection}},
 		{options{RealKafkaRYW: true}, []string{rywKafkaSection}},
+		{options{RealKafkaRYW: true, KIP1243: true}, []string{nativeSection}},
+		{options{Local: true, RealKafka: true, RealKafkaRYW: true, KIP1243: true}, []string{localSection, consumeSection, kconsumeSection, kafkaSection, nativeSection}},
+		{options{Local: true, RealKafkaRYW: true, KIP1243: true, ConsumeOnly: true}, []string{consumeSection}},
 		{options{Local: true, ConsumeOnly: true}, []string{consumeSection}},
 		{options{Local: true, RealKafka: true, RealKafkaRYW: true, ConsumeOnly: true}, []string{consumeSection, kconsumeSection}},
 		{options{Local: true, MisrouteOnly: true}, []string{misrouteSection}},
@@ -64,6 +67,7 @@ func TestChildArgs(t *testing.T) {
 	for _, o := range []options{
 		{Quick: true, Scale: 3, Local: true, Out: "x/BENCHMARKS.md", Charts: "x/charts", Command: "go run ./integration/bench -quick -scale 3"},
 		{Scale: 1, RealKafka: true, RealKafkaRYW: true, ConsumeOnly: true, MisrouteOnly: true, Out: "B.md", Charts: "c", Command: "go run ./integration/bench -local=false"},
+		{Scale: 2, RealKafkaRYW: true, KIP1243: true, Out: "B.md", Charts: "c", Command: "go run ./integration/bench -realkafka-ryw -kip1243 -local=false"},
 	} {
 		var got options
 		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -73,6 +77,48 @@ func TestChildArgs(t *testing.T) {
 		want := o
 		want.Step, want.StepOut, want.Isolate = "consume-local", "/tmp/out.md", true
 		require.Equal(t, fmt.Sprintf("%+v", want), fmt.Sprintf("%+v", got))
+	}
+}
+
+// TestKIP1243Flag: -kip1243 parses, turns the real-Kafka read-your-writes
+// step into the native one, and is refused where it would do nothing.
+func TestKIP1243Flag(t *testing.T) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	bindFlags(fs, &o)
+	require.NoError(t, fs.Parse([]string{"-realkafka-ryw", "-kip1243", "-local=false", "-quick"}))
+	require.True(t, o.KIP1243)
+	require.Equal(t, []string{nativeSection}, stepNames(o))
+	require.Equal(t, (10+14)*time.Minute, stepsOf(o)[0].limit(1))
+
+	dir := t.TempDir()
+	for _, bad := range []options{
+		{KIP1243: true, Local: true},
+		{KIP1243: true, RealKafkaRYW: true, ConsumeOnly: true, Local: true},
+		{KIP1243: true, RealKafkaRYW: true, MisrouteOnly: true, Local: true},
+	} {
+		bad.Charts = dir
+		bad.spawn = func(context.Context, options, step, time.Duration) (string, error) {
+			t.Fatalf("%+v: a step ran", bad)
+			return "", nil
+		}
+		require.ErrorContains(t, run(context.Background(), bad), "-kip1243 needs -realkafka-ryw", "%+v", bad)
+	}
+}
+
+// TestNativeSectionWritten: the native step's section goes between its
+// own markers, added at the end of a report that lacks them, and a second
+// run replaces it.
+func TestNativeSectionWritten(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	require.NoError(t, os.WriteFile(out, []byte(skeleton()), 0o644))
+	for _, body := range []string{"first\n", "second\n"} {
+		require.NoError(t, writeSections(out, map[string]string{nativeSection: body}))
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		require.Equal(t, 1, strings.Count(string(b), beginMarker(nativeSection)))
+		require.Contains(t, string(b), beginMarker(nativeSection)+"\n"+body+endMarker(nativeSection))
+		require.True(t, strings.HasPrefix(string(b), skeleton()))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,19 +22,66 @@ import (
 // client, measured exactly like the other two. What its ratio to the
 // baseline shows is the harness's own error, the answer it gives when
 // nothing differs.
+//
+// A run may add more factories after the control (overheadConfig.AlsoModes):
+// index 3 is the first of them (vFactory2), compared like the factory.
 const (
-	vFactory = 0
-	vPlain   = 1
-	vControl = 2
+	vFactory  = 0
+	vPlain    = 1
+	vControl  = 2
+	vFactory2 = 3
 )
 
 var variantNames = [3]string{"factory", "plain kgo", "control (plain kgo)"}
 
+// nameOf is the name of overhead client v in r (a factory after the
+// control is named by its mode).
+func (r *overheadResult) nameOf(v int) string {
+	if v == vFactory && len(r.Cfg.AlsoModes) > 0 {
+		return "factory " + modeName(r.Cfg.Mode)
+	}
+	if v < len(variantNames) {
+		return variantNames[v]
+	}
+	return "factory " + modeName(r.Cfg.AlsoModes[v-len(variantNames)])
+}
+
+// modeName is the consistency.mode property value of m.
+func modeName(m factory.ConsistencyMode) string {
+	switch m {
+	case factory.ModeAuto:
+		return "auto"
+	case factory.ModeNative:
+		return "native"
+	case factory.ModeEmulated:
+		return "emulated"
+	case factory.ModeOff:
+		return "off"
+	}
+	return fmt.Sprintf("mode %d", m)
+}
+
 // roundOrders are the orders of the three overhead clients, used in turn so
 // that each runs first, second and last equally often, after each other one.
-var roundOrders = [6][3]int{
+var roundOrders = [][]int{
 	{vFactory, vPlain, vControl}, {vPlain, vControl, vFactory}, {vControl, vFactory, vPlain},
 	{vFactory, vControl, vPlain}, {vControl, vPlain, vFactory}, {vPlain, vFactory, vControl},
+}
+
+// roundOrders4 are the orders of four clients (a second factory after the
+// control): a balanced Latin square, so that each client runs in each
+// place once and right after each other client once in four rounds.
+var roundOrders4 = [][]int{
+	{vFactory, vPlain, vFactory2, vControl}, {vPlain, vControl, vFactory, vFactory2},
+	{vControl, vFactory2, vPlain, vFactory}, {vFactory2, vFactory, vControl, vPlain},
+}
+
+// ordersFor returns the round orders of n clients (3 or 4).
+func ordersFor(n int) [][]int {
+	if n == 4 {
+		return roundOrders4
+	}
+	return roundOrders
 }
 
 // overheadConfig sizes one overhead measurement.
@@ -45,23 +93,49 @@ type overheadConfig struct {
 	ValueSize int
 	// Mode is the factory's consistency.mode (zero: auto, the default).
 	Mode factory.ConsistencyMode
+	// AlsoModes adds a factory per mode after the control (at most one:
+	// vFactory2), each with a store of its own, measured like the factory.
+	AlsoModes []factory.ConsistencyMode
 }
+
+// clients is how many producers cfg compares.
+func (cfg overheadConfig) clients() int { return 3 + len(cfg.AlsoModes) }
 
 // overheadResult is what the overhead comparison measured.
 type overheadResult struct {
-	Where   string
-	Cfg     overheadConfig
-	Tput    [3][]float64   // records/s, one per round
-	CPU     [3][]float64   // process CPU µs per record in the burst, one per round (nil where not measured)
-	Lat     [3][]float64   // every latency sample, ms
-	LatR    [3][][]float64 // the latency samples of each round
-	RoundP  [3][][2]float64
+	Where string
+	Cfg   overheadConfig
+	// Per client, indexed by vFactory, vPlain, vControl (and vFactory2).
+	Tput    [][]float64   // records/s, one per round
+	CPU     [][]float64   // process CPU µs per record in the burst, one per round (nil where not measured)
+	Lat     [][]float64   // every latency sample, ms
+	LatR    [][][]float64 // the latency samples of each round
+	RoundP  [][][2]float64
 	Block   []int // the block of each round
-	Errors  [3]int
+	Errors  []int
 	Elapsed time.Duration
 	// Token is the factory's token at the end of the last block ("none"
 	// when Unknown): with emulation on it shows that tokens were made.
-	Token string
+	// Tokens has it for every client (empty for plain kgo).
+	Token  string
+	Tokens []string
+}
+
+// newOverheadResult returns an empty result for cfg's clients.
+func newOverheadResult(where string, cfg overheadConfig) *overheadResult {
+	n := cfg.clients()
+	return &overheadResult{Where: where, Cfg: cfg, Tput: make([][]float64, n), CPU: make([][]float64, n),
+		Lat: make([][]float64, n), LatR: make([][][]float64, n), RoundP: make([][][2]float64, n),
+		Errors: make([]int, n), Tokens: make([]string, n)}
+}
+
+// failed is the number of failed records of all clients.
+func (r *overheadResult) failed() int {
+	n := 0
+	for _, e := range r.Errors {
+		n += e
+	}
+	return n
 }
 
 // sender is one of the compared producers.
@@ -84,47 +158,69 @@ type sender struct {
 // mode is the factory's consistency.mode: a handed token beyond the
 // cluster's log needs ModeNative (an emulating factory would wait for the
 // cluster to reach it, then heal the store).
-func newSenders(addrs []string, topic string, token consistency.Token, mode factory.ConsistencyMode) ([3]sender, error) {
-	var s [3]sender
-	store := consistency.NewMemoryStore()
-	if _, err := store.Advance(token); err != nil {
-		return s, err
+//
+// also adds a factory per mode after the control, each with a store of its
+// own that starts with token too.
+func newSenders(addrs []string, topic string, token consistency.Token, mode factory.ConsistencyMode, also ...factory.ConsistencyMode) ([]sender, error) {
+	var s []sender
+	closeAll := func() {
+		for _, made := range s {
+			made.close()
+		}
 	}
-	f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(addrs...), factory.RequiredAcks(factory.AllISRAcks), factory.Idempotence(true),
-		factory.Compression(factory.CodecNone), factory.KgoOpts(kgo.ProducerLinger(0)), factory.Consistency(mode))
+	newFactory := func(mode factory.ConsistencyMode) (sender, error) {
+		store := consistency.NewMemoryStore()
+		if _, err := store.Advance(token); err != nil {
+			return sender{}, err
+		}
+		f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(addrs...), factory.RequiredAcks(factory.AllISRAcks), factory.Idempotence(true),
+			factory.Compression(factory.CodecNone), factory.KgoOpts(kgo.ProducerLinger(0)), factory.Consistency(mode))
+		if err != nil {
+			return sender{}, err
+		}
+		p, err := factory.NewProducer(f, producer.Bytes(), producer.Bytes())
+		if err != nil {
+			f.Close(context.Background())
+			return sender{}, err
+		}
+		return sender{
+			async: func(ctx context.Context, v []byte, done func(error)) {
+				err := p.ProduceAsync(ctx, producer.Record[[]byte, []byte]{Topic: topic, Value: v},
+					func(_ producer.Result, err error) { done(err) })
+				if err != nil {
+					done(err)
+				}
+			},
+			close: func() { _ = p.Close(context.Background()); f.Close(context.Background()) },
+			token: f.Token,
+		}, nil
+	}
+	fs, err := newFactory(mode)
 	if err != nil {
-		return s, err
+		return nil, err
 	}
-	p, err := factory.NewProducer(f, producer.Bytes(), producer.Bytes())
-	if err != nil {
-		return s, err
-	}
-	s[vFactory] = sender{
-		async: func(ctx context.Context, v []byte, done func(error)) {
-			err := p.ProduceAsync(ctx, producer.Record[[]byte, []byte]{Topic: topic, Value: v},
-				func(_ producer.Result, err error) { done(err) })
-			if err != nil {
-				done(err)
-			}
-		},
-		close: func() { _ = p.Close(context.Background()); f.Close(context.Background()) },
-		token: f.Token,
-	}
-	for _, v := range []int{vPlain, vControl} {
+	s = append(s, fs)
+	for range []int{vPlain, vControl} {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ClientID("kconsist"),
 			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
 		if err != nil {
-			for _, made := range s[:v] {
-				made.close()
-			}
-			return s, err
+			closeAll()
+			return nil, err
 		}
-		s[v] = sender{
+		s = append(s, sender{
 			async: func(ctx context.Context, v []byte, done func(error)) {
 				cl.Produce(ctx, &kgo.Record{Topic: topic, Value: v}, func(_ *kgo.Record, err error) { done(err) })
 			},
 			close: cl.Close,
+		})
+	}
+	for _, m := range also {
+		fs, err := newFactory(m)
+		if err != nil {
+			closeAll()
+			return nil, err
 		}
+		s = append(s, fs)
 	}
 	return s, nil
 }
@@ -209,7 +305,7 @@ func latencies(ctx context.Context, s []sender, n int, value []byte) ([][]float6
 func runOverhead(ctx context.Context, where string, addrs []string, topic string, token consistency.Token, cfg overheadConfig, settle func(context.Context) error, logf func(string, ...any)) (*overheadResult, error) {
 	value := make([]byte, cfg.ValueSize)
 	_, _ = rand.Read(value)
-	res := &overheadResult{Where: where, Cfg: cfg}
+	res := newOverheadResult(where, cfg)
 	t0 := time.Now()
 	blocks := max(cfg.Blocks, 1)
 	for b := range blocks {
@@ -226,7 +322,7 @@ func runOverhead(ctx context.Context, where string, addrs []string, topic string
 // overheadBlock runs rounds rounds with a fresh pair of clients.
 func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, addrs []string, topic string, token consistency.Token, value []byte, settle func(context.Context) error, logf func(string, ...any)) error {
 	cfg := res.Cfg
-	s, err := newSenders(addrs, topic, token, cfg.Mode)
+	s, err := newSenders(addrs, topic, token, cfg.Mode, cfg.AlsoModes...)
 	if err != nil {
 		return err
 	}
@@ -234,18 +330,24 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 		defer c.close()
 	}
 	defer func() {
-		res.Token = "none"
-		if t := s[vFactory].token(); !t.IsUnknown() {
-			res.Token = fmt.Sprint(t.Offset())
+		for v, c := range s {
+			if c.token == nil {
+				continue
+			}
+			res.Tokens[v] = "none"
+			if t := c.token(); !t.IsUnknown() {
+				res.Tokens[v] = fmt.Sprint(t.Offset())
+			}
 		}
+		res.Token = res.Tokens[vFactory]
 	}()
 	// Warm-up: connections, producer ids, metadata, buffers.
 	for v := range s {
 		if _, errs := s[v].burst(ctx, max(cfg.Records/4, 100), value); errs > 0 {
-			return fmt.Errorf("overhead warm-up: %s: %d records failed", variantNames[v], errs)
+			return fmt.Errorf("overhead warm-up: %s: %d records failed", res.nameOf(v), errs)
 		}
 	}
-	latencies(ctx, s[:], 20, value)
+	latencies(ctx, s, 20, value)
 	// beforeStep runs before every timed step: settle, then a forced GC.
 	beforeStep := func() error {
 		if ctx.Err() != nil {
@@ -261,7 +363,8 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 	}
 	for range rounds {
 		r := len(res.Block)
-		order := roundOrders[r%len(roundOrders)]
+		orders := ordersFor(len(s))
+		order := orders[r%len(orders)]
 		for _, v := range order {
 			if err := beforeStep(); err != nil {
 				return err
@@ -277,7 +380,11 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 		if err := beforeStep(); err != nil {
 			return err
 		}
-		lat, errs := latencies(ctx, []sender{s[order[0]], s[order[1]], s[order[2]]}, cfg.Latencies, value)
+		ordered := make([]sender, len(order))
+		for i, v := range order {
+			ordered[i] = s[v]
+		}
+		lat, errs := latencies(ctx, ordered, cfg.Latencies, value)
 		for i, v := range order {
 			res.Errors[v] += errs[i]
 			res.Lat[v] = append(res.Lat[v], lat[i]...)
@@ -285,11 +392,14 @@ func overheadBlock(ctx context.Context, res *overheadResult, block, rounds int, 
 			res.RoundP[v] = append(res.RoundP[v], [2]float64{quantile(lat[i], 0.5), quantile(lat[i], 0.99)})
 		}
 		res.Block = append(res.Block, block)
-		logf("overhead %s round %d/%d (block %d): records/s, CPU µs/record, p99 ms: factory %.0f %.2f %.3f, plain %.0f %.2f %.3f, control %.0f %.2f %.3f",
-			res.Where, r+1, cfg.Rounds, block+1,
-			res.Tput[vFactory][r], last(res.CPU[vFactory]), res.RoundP[vFactory][r][1],
-			res.Tput[vPlain][r], last(res.CPU[vPlain]), res.RoundP[vPlain][r][1],
-			res.Tput[vControl][r], last(res.CPU[vControl]), res.RoundP[vControl][r][1])
+		var line strings.Builder
+		for v := range s {
+			if v > 0 {
+				line.WriteString(", ")
+			}
+			fmt.Fprintf(&line, "%s %.0f %.2f %.3f", res.nameOf(v), res.Tput[v][r], last(res.CPU[v]), res.RoundP[v][r][1])
+		}
+		logf("overhead %s round %d/%d (block %d): records/s, CPU µs/record, p99 ms: %s", res.Where, r+1, cfg.Rounds, block+1, line.String())
 	}
 	return nil
 }

@@ -79,8 +79,9 @@ func runKafka(ctx context.Context, cfg overheadConfig, logf func(string, ...any)
 
 // withKafka starts three Apache Kafka 4.4 nodes, runs fn on them and stops
 // them; fn's ctx ends, naming the node, when one exits. It returns the
-// time the nodes took to start.
-func withKafka(ctx context.Context, logf func(string, ...any), fn func(context.Context, *kafkatest.Cluster) error) (startup time.Duration, err error) {
+// time the nodes took to start. opts are added to the nodes' settings
+// (e.g. kafkatest.KIP1243()).
+func withKafka(ctx context.Context, logf func(string, ...any), fn func(context.Context, *kafkatest.Cluster) error, opts ...kafkatest.Opt) (startup time.Duration, err error) {
 	testing.Init() // kafkatest.Start asks testing.Short(); a no-op under go test
 	r := &runner{logf: logf}
 	defer r.cleanup()
@@ -97,7 +98,7 @@ func withKafka(ctx context.Context, logf func(string, ...any), fn func(context.C
 	// The bursts write about 0.5 GB/s to the nodes' disks: the retention
 	// check runs every second (the default is every 5 minutes) so that the
 	// topic's retention.bytes bounds what a run keeps on disk.
-	c := kafkatest.Start(r, kafkatest.Nodes(3), kafkatest.BrokerConfig("log.retention.check.interval.ms", "1000"))
+	c := kafkatest.Start(r, append([]kafkatest.Opt{kafkatest.Nodes(3), kafkatest.BrokerConfig("log.retention.check.interval.ms", "1000")}, opts...)...)
 	startup = time.Since(t0)
 	logf("real Kafka: 3 nodes ready in %v", startup.Round(time.Millisecond))
 	ctx, stopWatch := watchNodes(ctx, c)

@@ -98,7 +98,7 @@ func writeSections(path string, sections map[string]string) error {
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{localSection, kafkaSection, consumeSection, kconsumeSection, misrouteSection, kmisrouteSection, rywKafkaSection} {
+	for _, name := range []string{localSection, kafkaSection, consumeSection, kconsumeSection, misrouteSection, kmisrouteSection, rywKafkaSection, nativeSection} {
 		if body, ok := sections[name]; ok {
 			doc = replaceSection(doc, name, body)
 		}
@@ -207,7 +207,7 @@ func overheadMarkdown(w *bytes.Buffer, r *overheadResult) {
 		len(r.Lat[vFactory]), f3(pooled(vFactory, 0.99)), f3(pooled(vPlain, 0.99)), f3(pooled(vControl, 0.99)), fcell, ccell,
 		verdict(plo, phi, 1.05, false))
 	fmt.Fprintf(w, "| failed records | %d | %d | %d | – | – | 0 | %s |\n\n", r.Errors[vFactory], r.Errors[vPlain], r.Errors[vControl],
-		yesNo(r.Errors == [3]int{}))
+		yesNo(r.failed() == 0))
 }
 
 func f0(x float64) string {

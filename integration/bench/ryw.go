@@ -37,11 +37,15 @@ type rywTrial struct {
 	SurfacedErrors           int    // errors the application saw (and retried) before success
 }
 
-// rywResult holds every trial of one lag.
+// rywResult holds every trial of one lag: indexed by vFactory and vPlain,
+// and, where a second factory ran (-realkafka-ryw -kip1243), rywFactory2.
 type rywResult struct {
 	Lag    time.Duration
-	Trials [2][]rywTrial
+	Trials [3][]rywTrial
 }
+
+// rywFactory2 is the index of a second factory's read-your-writes trials.
+const rywFactory2 = 2
 
 // rywClients are the admin, producer and consumer of one side.
 type rywClients struct {
@@ -58,8 +62,10 @@ type rywClients struct {
 	close func()
 }
 
-func factoryRYW(addrs []string) (*rywClients, error) {
-	f, err := factory.New(factory.BootstrapServers(addrs...))
+// factoryRYW makes the clients of one factory; opts are added to its
+// settings (e.g. factory.Consistency).
+func factoryRYW(addrs []string, opts ...factory.Opt) (*rywClients, error) {
+	f, err := factory.New(append([]factory.Opt{factory.BootstrapServers(addrs...)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -391,41 +397,54 @@ func (r *rywResult) summary(v int) rywSummary {
 // emulates them) against plain kgo, alternating; nothing is settled
 // between trials, as there is no way to wait for a real broker to apply.
 func rywOnKafka(ctx context.Context, addrs []string, cfg rywConfig, logf func(string, ...any)) (*rywResult, error) {
-	var cs [2]*rywClients
-	var err error
-	if cs[vFactory], err = factoryRYW(addrs); err != nil {
-		return nil, err
+	return rywSidesOnKafka(ctx, addrs, cfg, []rywSide{
+		{vFactory, variantNames[vFactory], "f", func(addrs []string) (*rywClients, error) { return factoryRYW(addrs) }},
+		{vPlain, variantNames[vPlain], "p", plainRYW},
+	}, logf)
+}
+
+// rywSide is one client of a read-your-writes comparison on real Kafka.
+type rywSide struct {
+	v         int    // its index in rywResult.Trials
+	name, tag string // tag names its topics
+	make      func(addrs []string) (*rywClients, error)
+}
+
+// rywSidesOnKafka runs read-your-writes trials of every side on a real
+// cluster, the sides taking turns trial by trial in a rotating order (with
+// two: alternating), each warmed with one untimed trial first.
+func rywSidesOnKafka(ctx context.Context, addrs []string, cfg rywConfig, sides []rywSide, logf func(string, ...any)) (*rywResult, error) {
+	cs := make([]*rywClients, len(sides))
+	for i, sd := range sides {
+		c, err := sd.make(addrs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sd.name, err)
+		}
+		defer c.close()
+		cs[i] = c
 	}
-	defer cs[vFactory].close()
-	if cs[vPlain], err = plainRYW(addrs); err != nil {
-		return nil, err
-	}
-	defer cs[vPlain].close()
 	res := &rywResult{}
-	tag := [2]string{"f", "p"}
-	for v := range 2 { // warm-up: connections and producer ids
-		cs[v].trial(ctx, nil, "warm-kafka-"+tag[v], cfg.Timeout)
+	for i, sd := range sides { // warm-up: connections and producer ids
+		cs[i].trial(ctx, nil, "warm-kafka-"+sd.tag, cfg.Timeout)
 	}
 	for i := range cfg.Trials {
-		order := [2]int{vFactory, vPlain}
-		if i%2 == 1 {
-			order = [2]int{vPlain, vFactory}
-		}
-		for _, v := range order {
+		for k := range sides {
+			j := (i + k) % len(sides)
+			sd := sides[j]
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			tr := cs[v].trial(ctx, nil, fmt.Sprintf("ryw-kafka-%s-%d", tag[v], i), cfg.Timeout)
-			res.Trials[v] = append(res.Trials[v], tr)
+			tr := cs[j].trial(ctx, nil, fmt.Sprintf("ryw-kafka-%s-%d", sd.tag, i), cfg.Timeout)
+			res.Trials[sd.v] = append(res.Trials[sd.v], tr)
 			if tr.Failed != "" || tr.StaleAnswers > 0 {
 				logf("ryw real Kafka %s trial %d: total %v (create %v, read %v, produce %v, consume %v) failed %q stale %d",
-					variantNames[v], i, tr.Total, tr.Create, tr.Read, tr.Produce, tr.Consume, tr.Failed, tr.StaleAnswers)
+					sd.name, i, tr.Total, tr.Create, tr.Read, tr.Produce, tr.Consume, tr.Failed, tr.StaleAnswers)
 			}
 		}
 	}
-	for v := range 2 {
-		s := res.summary(v)
-		logf("ryw real Kafka %s: p50 %.1fms p99 %.1fms failures %d stale trials %d (answers %d)", variantNames[v], s.P50, s.P99, s.Failures, s.StaleTrials, s.StaleAnswers)
+	for _, sd := range sides {
+		s := res.summary(sd.v)
+		logf("ryw real Kafka %s: p50 %.1fms p99 %.1fms failures %d stale trials %d (answers %d)", sd.name, s.P50, s.P99, s.Failures, s.StaleTrials, s.StaleAnswers)
 	}
 	return res, nil
 }
