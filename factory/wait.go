@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/session"
 )
 
 // Waiting for every broker.
@@ -189,30 +190,11 @@ func committedToken(ctx context.Context, b *kgo.Broker) (consistency.Token, erro
 	if id == nil || *id == "" {
 		return consistency.Token{}, fmt.Errorf("factory: the cluster did not say its id")
 	}
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	t := kmsg.NewDescribeQuorumRequestTopic()
-	t.Topic = "__cluster_metadata"
-	t.Partitions = append(t.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
-	req.Topics = append(req.Topics, t)
-	r, err := b.RetriableRequest(ctx, req)
+	hwm, err := session.QuorumHighWatermark(ctx, b)
 	if err != nil {
-		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: %w", err)
+		return consistency.Token{}, fmt.Errorf("factory: %w", err)
 	}
-	resp := r.(*kmsg.DescribeQuorumResponse)
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: %w", err)
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: answer without the metadata partition")
-	}
-	p := resp.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: %w", err)
-	}
-	if p.HighWatermark < 1 {
-		return consistency.Token{}, fmt.Errorf("factory: DescribeQuorum: high watermark %d", p.HighWatermark)
-	}
-	return consistency.Of(*id, p.HighWatermark-1)
+	return consistency.Of(*id, hwm-1)
 }
 
 // firstSeed asks every bootstrap server at once with ask, through a client

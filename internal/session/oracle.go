@@ -134,30 +134,10 @@ func (o *oracle) Committed(ctx context.Context) (consistency.Token, error) {
 		id = m.Brokers[0].NodeID
 	}
 	broker := cl.Broker(int(id))
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	t := kmsg.NewDescribeQuorumRequestTopic()
-	t.Topic = "__cluster_metadata"
-	p := kmsg.NewDescribeQuorumRequestTopicPartition()
-	t.Partitions = append(t.Partitions, p)
-	req.Topics = append(req.Topics, t)
-	resp, err := req.RequestWith(ctx, broker)
+	hwm, err := QuorumHighWatermark(ctx, broker)
 	if err != nil {
-		if unsupported(err) {
-			return consistency.Token{}, fmt.Errorf("%w: the brokers do not answer DescribeQuorum: %w", wire.ErrEmulationUnsupported, err)
-		}
-		return consistency.Token{}, fmt.Errorf("DescribeQuorum: %w", err)
+		return consistency.Token{}, err
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return consistency.Token{}, fmt.Errorf("DescribeQuorum: %w", err)
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return consistency.Token{}, fmt.Errorf("DescribeQuorum: answer without the metadata partition")
-	}
-	part := resp.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
-		return consistency.Token{}, fmt.Errorf("DescribeQuorum: %w", err)
-	}
-	hwm := part.HighWatermark
 	after, err := o.metadata(ctx, broker)
 	if err != nil {
 		return consistency.Token{}, err
@@ -165,10 +145,42 @@ func (o *oracle) Committed(ctx context.Context) (consistency.Token, error) {
 	if *after.ClusterID != *m.ClusterID {
 		return consistency.Token{}, fmt.Errorf("the bootstrap servers answered for cluster %q, then broker %d for cluster %q: the committed offset is of neither", *m.ClusterID, id, *after.ClusterID)
 	}
-	if hwm < 1 {
-		return consistency.Token{}, fmt.Errorf("DescribeQuorum: high watermark %d", hwm)
-	}
 	return consistency.Of(*m.ClusterID, hwm-1)
+}
+
+// QuorumHighWatermark asks r (one broker, which forwards it to the
+// quorum) for the high watermark of the cluster metadata log: one more
+// than the offset of the last committed metadata record. Every token
+// taken from the committed end (the oracle's, Factory.CommittedToken) is
+// asked here. A cluster that does not know DescribeQuorum gets an error
+// wrapping wire.ErrEmulationUnsupported.
+func QuorumHighWatermark(ctx context.Context, r kmsg.Requestor) (int64, error) {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	t.Partitions = append(t.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, r)
+	if err != nil {
+		if unsupported(err) {
+			return 0, fmt.Errorf("%w: the brokers do not answer DescribeQuorum: %w", wire.ErrEmulationUnsupported, err)
+		}
+		return 0, fmt.Errorf("DescribeQuorum: %w", err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return 0, fmt.Errorf("DescribeQuorum: %w", err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, errors.New("DescribeQuorum: answer without the metadata partition")
+	}
+	part := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
+		return 0, fmt.Errorf("DescribeQuorum: %w", err)
+	}
+	if part.HighWatermark < 1 {
+		return 0, fmt.Errorf("DescribeQuorum: high watermark %d", part.HighWatermark)
+	}
+	return part.HighWatermark, nil
 }
 
 // unsupported reports whether err says the broker does not know the
