@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/internal/link"
+	"github.com/kconsist/kconsist/internal/testkit"
 )
 
 // manualWatch reports a cluster change when the test calls change, and
@@ -49,6 +51,11 @@ func (w *manualWatch) change() {
 	fn()
 }
 
+// pollStarts is a kgo hook that counts the polls a client started.
+type pollStarts struct{ n atomic.Int32 }
+
+func (p *pollStarts) OnPollStart(context.Context) { p.n.Add(1) }
+
 // TestPollFollowsClientSwap: when a cluster change replaces the client, a
 // Poll in progress goes on with the new client instead of returning
 // ErrClientClosed; after Close, Poll reports ErrClientClosed and a change
@@ -59,8 +66,11 @@ func TestPollFollowsClientSwap(t *testing.T) {
 	defer kc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	newClient := func() (*kgo.Client, error) { return kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...)) }
-	cl, err := newClient()
+	newClient := func(opts ...kgo.Opt) (*kgo.Client, error) {
+		return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(kc.ListenAddrs()...)}, opts...)...)
+	}
+	started := &pollStarts{}
+	cl, err := newClient(kgo.WithHooks(started)) // the old client
 	require.NoError(t, err)
 	made := 0
 	w := &manualWatch{next: func() (*kgo.Client, error) {
@@ -77,7 +87,8 @@ func TestPollFollowsClientSwap(t *testing.T) {
 		errs <- err
 		polled <- recs
 	}()
-	time.Sleep(50 * time.Millisecond) // let Poll block in the old client; the test holds either way
+	// The change comes once Poll is in the old client's PollRecords.
+	testkit.WaitFor(ctx, t, "Poll to start in the old client", func() bool { return started.n.Load() > 0 })
 	w.change()
 	require.Equal(t, 1, made)
 	prod, err := newClient()

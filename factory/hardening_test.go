@@ -104,14 +104,17 @@ func TestDialTimeoutBoundsTLSHandshake(t *testing.T) {
 	cl, err := f.KgoClient()
 	require.NoError(t, err)
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testkit.Ctx(t)
 	go func() { _ = cl.Ping(ctx) }()
+	// A generous bound on a measured time: the first connection closes
+	// about 300 ms after it was accepted; a handshake left to the default
+	// dial timeout lives 10 s, one left to the context 30 s.
 	select {
 	case d := <-lifetimes:
-		require.Less(t, d, 3*time.Second, "the dial outlived its 300ms DialTimeout")
-	case <-time.After(8 * time.Second):
-		t.Fatal("no dial gave up within 8s, with a 300ms DialTimeout")
+		t.Logf("the first connection lived %v", d)
+		require.Less(t, d, 5*time.Second, "the dial outlived its 300ms DialTimeout")
+	case <-ctx.Done():
+		t.Fatal("no dial gave up before the test's context ended, with a 300ms DialTimeout")
 	}
 }
 

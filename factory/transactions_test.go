@@ -33,29 +33,34 @@ func txnCluster(t *testing.T) (*localcluster.Cluster, *Factory) {
 	return lc, f
 }
 
-// committedValues reads topic from the start with a read_committed
-// consumer of f until it has n values, and then for a moment more, so that
-// a value that should not be there has had its chance.
-func committedValues(ctx context.Context, t *testing.T, f *Factory, topic string, n int) []string {
+// committedValues reads topic (of one partition) from the start with a
+// read_committed consumer of f, up to an end marker it first writes after
+// everything there (a plain record, visible once every transaction before
+// it ended), so that a value that should not be there has had its chance
+// without an observation window.
+func committedValues(ctx context.Context, t *testing.T, f *Factory, topic string) []string {
 	t.Helper()
+	const end = "\x00end of committedValues"
+	plain, err := NewProducer(f, producer.String(), producer.String())
+	require.NoError(t, err)
+	defer plain.Close(context.Background())
+	_, err = plain.Produce(ctx, producer.Record[string, string]{Topic: topic, Value: end})
+	require.NoError(t, err)
+
 	c, err := NewConsumer(f, consumer.String(), consumer.String(), ConsumeTopics(topic), IsolationLevel(ReadCommitted))
 	require.NoError(t, err)
 	defer c.Close(context.Background())
 	var got []string
-	for len(got) < n {
+	for {
 		rs, err := c.Poll(ctx, 0)
 		require.NoError(t, err)
 		for _, r := range rs {
+			if r.Value == end {
+				return got
+			}
 			got = append(got, r.Value)
 		}
 	}
-	more, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer cancel()
-	rs, _ := c.Poll(more, 0)
-	for _, r := range rs {
-		got = append(got, r.Value)
-	}
-	return got
 }
 
 // TestTransactionCommitAbort: a transaction's records are visible to a
@@ -85,7 +90,7 @@ func TestTransactionCommitAbort(t *testing.T) {
 		require.NoError(t, p.EndTransaction(ctx, tc.end), tc.value)
 	}
 	require.Greater(t, f.Stats().RequestsStamped, stamped.RequestsStamped, "the transactional client goes through the interceptor")
-	require.Equal(t, []string{"a", "c"}, committedValues(ctx, t, f, "txn", 2))
+	require.Equal(t, []string{"a", "c"}, committedValues(ctx, t, f, "txn"))
 	require.NoError(t, p.EndTransaction(ctx, producer.TryCommit), "no transaction open: nothing to do, as with franz-go")
 	require.Equal(t, "txn-cluster", f.Token().ClusterID())
 
@@ -247,7 +252,7 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 	for i := range 15 {
 		want = append(want, fmt.Sprint("V", i))
 	}
-	require.Equal(t, want, committedValues(ctx, t, f, "out", 15), "every input exactly once")
+	require.Equal(t, want, committedValues(ctx, t, f, "out"), "every input exactly once")
 	kc, err := f.KgoClient()
 	require.NoError(t, err)
 	defer kc.Close()

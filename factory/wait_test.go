@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -142,11 +143,26 @@ func TestWaitAppliedTimeout(t *testing.T) {
 			createTopic(t, f, "slow", 1)
 			tok := f.Token()
 
-			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			// The context ends once brokers 0 and 1 are done and broker 2
+			// answered how far it is (it was a 1.5 s deadline, which a
+			// loaded machine could reach before the three answered).
+			ctx, cancel := context.WithCancel(testkit.Ctx(t))
 			defer cancel()
-			err = f.WaitApplied(ctx, tok)
+			done, answered := map[int32]bool{}, false
+			progress := WaitProgress(func(p BrokerProgress) { // called by one goroutine
+				if p.Done {
+					done[p.Node] = true
+				}
+				if p.Node == 2 && p.Applied >= 0 {
+					answered = true
+				}
+				if len(done) == 2 && answered {
+					cancel()
+				}
+			})
+			err = f.WaitApplied(ctx, tok, progress)
 			require.ErrorIs(t, err, ErrBrokersBehind)
-			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.ErrorIs(t, err, context.Canceled)
 			var werr *WaitError
 			require.ErrorAs(t, err, &werr)
 			require.Equal(t, tok, werr.Token)
@@ -186,9 +202,22 @@ func TestWaitAppliedTopicsOnly(t *testing.T) {
 	require.NoError(t, f.WaitApplied(testkit.Ctx(t), consistency.Unknown()))
 	require.NoError(t, f.WaitApplied(testkit.Ctx(t), consistency.Unknown(), WaitTopics("seeded")))
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	// The context ends once the three brokers answered that they do not
+	// serve the missing topic (it was a 1 s deadline, which a loaded
+	// machine could reach before the three answered).
+	ctx, cancel := context.WithCancel(testkit.Ctx(t))
 	defer cancel()
-	err := f.WaitApplied(ctx, consistency.Unknown(), WaitTopics("seeded", "missing"))
+	pending := map[int32]bool{}
+	progress := WaitProgress(func(p BrokerProgress) { // called by one goroutine
+		if slices.Equal(p.Pending, []string{"missing"}) {
+			pending[p.Node] = true
+		}
+		if len(pending) == 3 {
+			cancel()
+		}
+	})
+	err := f.WaitApplied(ctx, consistency.Unknown(), WaitTopics("seeded", "missing"), progress)
+	require.ErrorIs(t, err, context.Canceled)
 	var werr *WaitError
 	require.ErrorAs(t, err, &werr)
 	require.Len(t, werr.Behind, 3)

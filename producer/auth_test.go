@@ -113,7 +113,9 @@ func TestAuthFailureRacingASend(t *testing.T) {
 			p.withFollow(link.Producer{Watch: settledWatch(), Auth: auth})
 			defer p.Close(context.Background())
 
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			// The record's context and delivery timeout are a minute: a
+			// record left in the client would fail only then.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			t0 := time.Now()
 			if isSync {
@@ -130,8 +132,14 @@ func TestAuthFailureRacingASend(t *testing.T) {
 			var ae *kconsist.AuthError
 			require.ErrorAs(t, err, &ae, "the record fails with the cause")
 			require.ErrorIs(t, err, auth.cause)
-			t.Logf("failed after %v", time.Since(t0))
-			require.Less(t, time.Since(t0), 3*time.Second, "at once, not at the context's end")
+			took := time.Since(t0)
+			t.Logf("failed after %v", took)
+			// A generous bound on a measured time: it takes milliseconds,
+			// and a record the abort missed fails only at the minute of
+			// its context and delivery timeout (that error is no
+			// AuthError either). 20 s leaves a loaded machine room and
+			// still tells the two apart.
+			require.Less(t, took, 20*time.Second, "at once, not at the context's end")
 		})
 	}
 }

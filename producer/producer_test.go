@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -52,36 +53,44 @@ func fakeSeeds(t *testing.T, n int) []string {
 
 // TestFlushWaitsForFailedRecords: a record that failed waits for the cluster
 // verdict before its callback runs; Flush and Close return only after it
-// ran, and a cluster change seen after Close makes no new client.
+// ran, and a cluster change seen after Close makes no new client. The
+// record fails in the client before any dial (larger than the client may
+// buffer), so the test runs in a synctest bubble: synctest.Wait returns
+// once Close can go no further without the verdict, which proves it waits
+// for it rather than sampling a wall-clock window.
 func TestFlushWaitsForFailedRecords(t *testing.T) {
-	seeds := fakeSeeds(t, 1)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerBatchMaxBytes(1000))
-	require.NoError(t, err)
-	w := &slowWatch{release: make(chan struct{})}
-	var newClients atomic.Int32
-	p := newProducer(cl, Bytes(), Bytes()).withFollow(link.Producer{
-		Watch:   w,
-		Clients: countedClients(seeds, &newClients),
-	})
-	var calls atomic.Int32
-	var got error
-	require.NoError(t, p.ProduceAsync(context.Background(), Record[[]byte, []byte]{Topic: "t", Value: make([]byte, 2000)},
-		func(_ Result, err error) { got = err; calls.Add(1) }))
+	synctest.Test(t, func(t *testing.T) {
+		seeds := []string{"127.0.0.1:1"} // never dialled
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MaxBufferedBytes(1000))
+		require.NoError(t, err)
+		w := &slowWatch{release: make(chan struct{})}
+		var newClients atomic.Int32
+		p := newProducer(cl, Bytes(), Bytes()).withFollow(link.Producer{
+			Watch:   w,
+			Clients: countedClients(seeds, &newClients),
+		})
+		var calls atomic.Int32
+		var got error
+		require.NoError(t, p.ProduceAsync(context.Background(), Record[[]byte, []byte]{Topic: "t", Value: make([]byte, 2000)},
+			func(_ Result, err error) { got = err; calls.Add(1) }))
 
-	flushed := make(chan error, 1)
-	go func() { flushed <- p.Close(context.Background()) }()
-	select {
-	case <-flushed:
-		t.Fatal("Close returned before the failed record's callback ran")
-	case <-time.After(100 * time.Millisecond):
-	}
-	w.gen.Add(1) // a cluster change is seen meanwhile
-	close(w.release)
-	require.NoError(t, <-flushed)
-	require.Equal(t, int32(1), calls.Load())
-	require.Error(t, got)
-	require.ErrorIs(t, got, kgo.ErrClientClosed, "the record is not sent again after Close")
-	require.Zero(t, newClients.Load(), "no client is made after Close")
+		flushed := make(chan error, 1)
+		go func() { flushed <- p.Close(context.Background()) }()
+		synctest.Wait()
+		select {
+		case <-flushed:
+			t.Fatal("Close returned before the failed record's callback ran")
+		default:
+		}
+		require.Zero(t, calls.Load(), "the callback ran before the verdict")
+		w.gen.Add(1) // a cluster change is seen meanwhile
+		close(w.release)
+		require.NoError(t, <-flushed)
+		require.Equal(t, int32(1), calls.Load())
+		require.Error(t, got)
+		require.ErrorIs(t, got, kgo.ErrClientClosed, "the record is not sent again after Close")
+		require.Zero(t, newClients.Load(), "no client is made after Close")
+	})
 }
 
 type ctxKey struct{}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -149,36 +150,43 @@ func TestFlushWaitsOnlyForOwnRecords(t *testing.T) {
 // TestFlushWaitsForOwnVerdict: a producer's record that failed and waits for
 // the cluster verdict keeps that producer's Flush waiting (its context ends
 // it), not the Flush of another producer on the same client; once the
-// verdict comes, the record's callback runs before Flush returns.
+// verdict comes, the record's callback runs before Flush returns. The
+// record fails in the client before any dial (larger than the client may
+// buffer), so the test runs in a synctest bubble: the waiting Flush ends
+// exactly at its context's deadline, and nothing else ends it.
 func TestFlushWaitsForOwnVerdict(t *testing.T) {
-	seeds := fakeSeeds(t, 1)
-	w := &slowWatch{release: make(chan struct{})}
-	l := link.Producer{Share: new(link.Share), Watch: w, Clients: clientsFunc(func() (*kgo.Client, error) {
-		return kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerBatchMaxBytes(1000))
-	})}
-	failing, err := New(l, Bytes(), Bytes())
-	require.NoError(t, err)
-	defer failing.Close(context.Background())
-	other, err := New(l, Bytes(), Bytes())
-	require.NoError(t, err)
-	defer other.Close(context.Background())
-	var released sync.Once
-	release := func() { released.Do(func() { close(w.release) }) }
-	defer release() // before the Closes, should the test fail early
+	synctest.Test(t, func(t *testing.T) {
+		w := &slowWatch{release: make(chan struct{})}
+		l := link.Producer{Share: new(link.Share), Watch: w, Clients: clientsFunc(func() (*kgo.Client, error) {
+			return kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.MaxBufferedBytes(1000)) // never dialled
+		})}
+		failing, err := New(l, Bytes(), Bytes())
+		require.NoError(t, err)
+		defer failing.Close(context.Background())
+		other, err := New(l, Bytes(), Bytes())
+		require.NoError(t, err)
+		defer other.Close(context.Background())
+		var released sync.Once
+		release := func() { released.Do(func() { close(w.release) }) }
+		defer release() // before the Closes, should the test fail early
 
-	var calls atomic.Int32
-	var got error
-	require.NoError(t, failing.ProduceAsync(context.Background(), Record[[]byte, []byte]{Topic: "t", Value: make([]byte, 2000)},
-		func(_ Result, err error) { got = err; calls.Add(1) }))
+		var calls atomic.Int32
+		var got error
+		require.NoError(t, failing.ProduceAsync(context.Background(), Record[[]byte, []byte]{Topic: "t", Value: make([]byte, 2000)},
+			func(_ Result, err error) { got = err; calls.Add(1) }))
 
-	require.NoError(t, other.Flush(context.Background()), "nothing of its own to wait for")
-	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	require.ErrorIs(t, failing.Flush(short), context.DeadlineExceeded, "its record waits for the verdict")
-	require.Zero(t, calls.Load())
+		require.NoError(t, other.Flush(context.Background()), "nothing of its own to wait for")
+		const wait = 200 * time.Millisecond
+		short, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		start := time.Now()
+		require.ErrorIs(t, failing.Flush(short), context.DeadlineExceeded, "its record waits for the verdict")
+		require.Equal(t, wait, time.Since(start), "only the context ended Flush")
+		require.Zero(t, calls.Load())
 
-	release() // the verdict: no change
-	require.NoError(t, failing.Flush(context.Background()))
-	require.Equal(t, int32(1), calls.Load(), "the callback ran before Flush returned")
-	require.Error(t, got)
+		release() // the verdict: no change
+		require.NoError(t, failing.Flush(context.Background()))
+		require.Equal(t, int32(1), calls.Load(), "the callback ran before Flush returned")
+		require.Error(t, got)
+	})
 }
