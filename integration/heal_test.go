@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,33 +14,6 @@ import (
 	"github.com/kconsist/kconsist/integration/localcluster"
 	"github.com/kconsist/kconsist/internal/testkit"
 )
-
-// warnLog is a slog handler that keeps the messages logged at Warn or
-// above.
-type warnLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnLog) Enabled(context.Context, slog.Level) bool { return true }
-func (w *warnLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn {
-		msg := r.Message
-		r.Attrs(func(a slog.Attr) bool { msg += " " + a.String(); return true })
-		w.mu.Lock()
-		w.msgs = append(w.msgs, msg)
-		w.mu.Unlock()
-	}
-	return nil
-}
-func (w *warnLog) WithAttrs([]slog.Attr) slog.Handler { return w }
-func (w *warnLog) WithGroup(string) slog.Handler      { return w }
-
-func (w *warnLog) all() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.msgs...)
-}
 
 // TestPoisonedStoreHealsAtDefaultHold: a store poisoned through the
 // low-level Store API, with a token far beyond the committed offset or
@@ -89,7 +61,7 @@ func poisonedStoreHeals(t *testing.T, native bool, poison string, deadline time.
 		require.NoError(t, err)
 	}
 	events := &healEvents{}
-	warns := &warnLog{}
+	warns := &testkit.Warnings{}
 	f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(c.Addrs()...),
 		factory.WithObserver(events), factory.Logger(slog.New(warns)))
 	require.NoError(t, err)
@@ -126,5 +98,5 @@ func poisonedStoreHeals(t *testing.T, native bool, poison string, deadline time.
 	require.Equal(t, c.ClusterID(), tok.ClusterID())
 	require.LessOrEqual(t, tok.Offset(), c.LogEnd())
 	require.Equal(t, 1, events.count(), "one EventTokenHealed")
-	require.Len(t, warns.all(), 1, "one warning: %q", warns.all())
+	require.Len(t, warns.All(), 1, "one warning: %q", warns.All())
 }

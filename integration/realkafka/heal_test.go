@@ -15,13 +15,13 @@ import (
 	"github.com/kconsist/kconsist/internal/testkit"
 )
 
-// healLog keeps the EventTokenHealed events and the warnings a factory
-// logs.
+// healLog keeps the EventTokenHealed and EventStoreReset events and the
+// warnings a factory logs.
 type healLog struct {
+	testkit.Warnings
 	mu     sync.Mutex
 	healed int
 	resets int
-	warns  []string
 }
 
 func (h *healLog) OnEvent(ev factory.Event) {
@@ -35,22 +35,10 @@ func (h *healLog) OnEvent(ev factory.Event) {
 	}
 }
 
-func (h *healLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *healLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn {
-		h.mu.Lock()
-		h.warns = append(h.warns, r.Message)
-		h.mu.Unlock()
-	}
-	return nil
-}
-func (h *healLog) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *healLog) WithGroup(string) slog.Handler      { return h }
-
 func (h *healLog) counts() (healed, resets int, warns []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.healed, h.resets, append([]string(nil), h.warns...)
+	return h.healed, h.resets, h.All()
 }
 
 // TestPoisonedStoreHealsOnKafka44: a store poisoned with a token far
@@ -97,7 +85,7 @@ func poisonedStoreHealsOn(t *testing.T, c *kafkatest.Cluster, mode factory.Consi
 	}
 	log := &healLog{}
 	f, err := factory.New(factory.WithStore(store), factory.BootstrapServers(c.BootstrapAddrs()...),
-		factory.Consistency(mode), factory.WithObserver(log), factory.Logger(slog.New(log)))
+		factory.Consistency(mode), factory.WithObserver(log), factory.Logger(slog.New(&log.Warnings)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close(context.Background()) })
 	adm, err := f.Admin()

@@ -11,8 +11,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"log/slog"
 	"math/big"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,4 +103,40 @@ func EndOffset(ctx context.Context, t testing.TB, addr, topic string) int64 {
 		t.Fatalf("end offset of %s[0]: found %v, %v", topic, ok, o.Err)
 	}
 	return o.Offset
+}
+
+// Warnings is a slog.Handler that keeps the messages logged at Warn or
+// above, with their attributes, for tests that count a program's
+// warnings (slog.New(w) makes the logger).
+type Warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// Enabled is true for every level: the handler filters in Handle.
+func (w *Warnings) Enabled(context.Context, slog.Level) bool { return true }
+
+// Handle keeps r if it is a warning or worse.
+func (w *Warnings) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		msg := r.Message
+		r.Attrs(func(a slog.Attr) bool { msg += " " + a.String(); return true })
+		w.mu.Lock()
+		w.msgs = append(w.msgs, msg)
+		w.mu.Unlock()
+	}
+	return nil
+}
+
+// WithAttrs returns w: attributes given to the logger are not kept.
+func (w *Warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+
+// WithGroup returns w.
+func (w *Warnings) WithGroup(string) slog.Handler { return w }
+
+// All returns the warnings kept so far.
+func (w *Warnings) All() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.msgs...)
 }
