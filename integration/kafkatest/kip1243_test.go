@@ -396,8 +396,7 @@ func TestKIP1243ThreeNodes(t *testing.T) {
 		m, _, err := rc.roundTrip(metadataReq(topic), nil, 10*time.Second)
 		require.NoError(t, err)
 		require.Equal(t, kerr.UnknownTopicOrPartition.Code, topicCode(m, topic))
-		logs, err := c.AgentLog(2)
-		require.NoError(t, err)
+		logs := agentLogged(t, c, 2, "refused CREATE_TOPICS", "names cluster "+foreign)
 		require.True(t, containsLine(logs, "refused CREATE_TOPICS", "names cluster "+foreign), "the agent logged the refusal")
 
 		// An all-topics Metadata v12 has no field for the error: the
@@ -429,8 +428,7 @@ func TestKIP1243ThreeNodes(t *testing.T) {
 			require.Zero(t, topicCode(resp, topic), "served as if untagged")
 			require.NotNil(t, st)
 		}
-		logs, err := c.AgentLog(3)
-		require.NoError(t, err)
+		logs := agentLogged(t, c, 3, "ignored a malformed header tag 0", "")
 		require.Equal(t, 1, countLines(logs, "ignored a malformed header tag 0"), "logged once: %v", logs)
 
 		// The tag claims 200 bytes; the frame ends first.
@@ -481,6 +479,22 @@ func countLines(lines []string, prefix string) (n int) {
 		}
 	}
 	return n
+}
+
+// agentLogged waits (up to 10 s) until node id's agent has logged a line
+// starting with prefix and containing part, and returns its lines. The
+// agent may write a line after the answer or the close it reports, so a
+// test that reads the log at once can miss it.
+func agentLogged(t *testing.T, c *kafkatest.Cluster, id int32, prefix, part string) []string {
+	t.Helper()
+	var logs []string
+	waitFor(t, 10*time.Second, func() bool {
+		var err error
+		logs, err = c.AgentLog(id)
+		require.NoError(t, err)
+		return containsLine(logs, prefix, part)
+	})
+	return logs
 }
 
 func containsLine(lines []string, prefix, part string) bool {

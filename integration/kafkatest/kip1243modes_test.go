@@ -92,10 +92,8 @@ func TestKIP1243ErrorMode(t *testing.T) {
 	}
 	t.Logf("%d random tag 0 payloads (seed %d): %v", n, seed, outcomes)
 
-	logs, err := c.AgentLog(1)
-	require.NoError(t, err)
-	require.True(t, containsLine(logs, "answered INCONSISTENT_METADATA (4321) to METADATA", ""), "%v", logs)
-	require.True(t, containsLine(logs, "served METADATA", "cannot carry INCONSISTENT_METADATA"), "%v", logs)
+	agentLogged(t, c, 1, "answered INCONSISTENT_METADATA (4321) to METADATA", "")
+	agentLogged(t, c, 1, "served METADATA", "cannot carry INCONSISTENT_METADATA")
 }
 
 // TestKIP1243TokensOff: with tokens off the agent is attached but the
@@ -158,7 +156,5 @@ func TestKIP1243CloseOnMismatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, cid, *st.clusterID)
 	require.Equal(t, int16(3), topicCode(m, "kip1243-closed"), "the topic was not created")
-	logs, err := c.AgentLog(1)
-	require.NoError(t, err)
-	require.True(t, containsLine(logs, "refused CREATE_TOPICS", "closed the connection"), "%v", logs)
+	agentLogged(t, c, 1, "refused CREATE_TOPICS", "closed the connection")
 }
