@@ -237,35 +237,12 @@ func runRYW(t *testing.T, ctx context.Context, ids []int32, fadm rywAdmin, fkgo,
 	}
 	trial := func(s *rywSide, i int) {
 		topic := fmt.Sprintf("%s-%d-%s", prefix, i, map[string]string{"factory": "f", "plain kgo": "p"}[s.name])
-		must(s, "create", func() error {
-			created, err := s.adm.CreateTopic(ctx, 1, 3, nil, topic)
-			if err == nil {
-				err = created.Err
-			}
-			return err
-		})
+		must(s, "create", func() error { return createTopic3(ctx, s.adm, topic) })
 		readAll(s, "create", topic, func(known bool, _ int) bool { return known })
-		must(s, "create-partitions", func() error {
-			grown, err := s.adm.CreatePartitions(ctx, 2, topic)
-			if err == nil {
-				err = grown.Error()
-			}
-			return err
-		})
+		must(s, "create-partitions", func() error { return growBy2(ctx, s.adm, topic) })
 		readAll(s, "create-partitions", topic, func(_ bool, parts int) bool { return parts == 3 })
 		want := strconv.Itoa(3_600_000 + i)
-		must(s, "alter-config", func() error {
-			altered, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &want}}, topic)
-			if err != nil {
-				return err
-			}
-			for _, a := range altered {
-				if a.Err != nil {
-					return a.Err
-				}
-			}
-			return nil
-		})
+		must(s, "alter-config", func() error { return setRetention(ctx, s.adm, topic, want) })
 		for _, id := range ids {
 			var got string
 			again(s, func() (err error) {

@@ -175,40 +175,17 @@ func TestReadYourWritesOnKafka44(t *testing.T) {
 	}
 	trial := func(s *rywSide, i int) {
 		topic := fmt.Sprintf("ryw-%d-%s", i, map[string]string{"factory": "f", "plain kgo": "p"}[s.name])
-		must(s, "create", func() error {
-			created, err := s.adm.CreateTopic(ctx, 1, 3, nil, topic)
-			if err == nil {
-				err = created.Err
-			}
-			return err
-		})
+		must(s, "create", func() error { return createTopic3(ctx, s.adm, topic) })
 		readAll(s, "create", topic, func(known bool, _ int) bool { return known })
 		listed, err := s.adm.ListTopics(ctx, topic)
 		require.NoError(t, err)
 		s.saw("create (admin ListTopics)", listed.Has(topic) && listed[topic].Err == nil)
 
-		must(s, "create-partitions", func() error {
-			grown, err := s.adm.CreatePartitions(ctx, 2, topic)
-			if err == nil {
-				err = grown.Error()
-			}
-			return err
-		})
+		must(s, "create-partitions", func() error { return growBy2(ctx, s.adm, topic) })
 		readAll(s, "create-partitions", topic, func(_ bool, parts int) bool { return parts == 3 })
 
 		want := strconv.Itoa(3_600_000 + i)
-		must(s, "alter-config", func() error {
-			altered, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &want}}, topic)
-			if err != nil {
-				return err
-			}
-			for _, a := range altered {
-				if a.Err != nil {
-					return a.Err
-				}
-			}
-			return nil
-		})
+		must(s, "alter-config", func() error { return setRetention(ctx, s.adm, topic, want) })
 		for _, id := range ids {
 			got, err := configOn(ctx, s.kgo, id, topic, "retention.ms")
 			require.NoError(t, err)
@@ -282,4 +259,37 @@ func sumOf(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// createTopic3 creates topic with one partition and three replicas,
+// returning the request's or the topic's error.
+func createTopic3(ctx context.Context, adm rywAdmin, topic string) error {
+	created, err := adm.CreateTopic(ctx, 1, 3, nil, topic)
+	if err == nil {
+		err = created.Err
+	}
+	return err
+}
+
+// growBy2 adds two partitions to topic.
+func growBy2(ctx context.Context, adm rywAdmin, topic string) error {
+	grown, err := adm.CreatePartitions(ctx, 2, topic)
+	if err == nil {
+		err = grown.Error()
+	}
+	return err
+}
+
+// setRetention sets topic's retention.ms to want.
+func setRetention(ctx context.Context, adm rywAdmin, topic, want string) error {
+	altered, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &want}}, topic)
+	if err != nil {
+		return err
+	}
+	for _, a := range altered {
+		if a.Err != nil {
+			return a.Err
+		}
+	}
+	return nil
 }
