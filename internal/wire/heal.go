@@ -66,10 +66,33 @@ type Healer struct {
 	last    time.Time // when the last check started
 	wg      sync.WaitGroup
 
-	// known is the committed offset the cluster last reported (nil:
-	// none yet): a token at or below it, of its cluster, needs no check.
-	known atomic.Pointer[consistency.Token]
+	// known is the highest offset its cluster is known to have committed
+	// (nil: none yet): the committed offset it last reported, raised by
+	// the tokens its brokers' answers carried (a broker applies only what
+	// was committed). A held token at or below it, of its cluster, is
+	// checked only once requests carrying it were held coveredHeld in all.
+	known atomic.Pointer[knownCommitted]
+	// Guarded by mu: the covered token requests are held for, and for how
+	// many watch periods (healAfter) they were held in all.
+	heldTok   consistency.Token
+	heldTicks int
 }
+
+// knownCommitted is an offset a cluster is known to have committed.
+type knownCommitted struct {
+	cluster string
+	offset  atomic.Int64
+}
+
+// coveredHeld is how long, summed over connections, requests carrying a
+// token its cluster is known to have committed may be held before the
+// store is checked anyway. A broker behind a committed token catches up
+// within milliseconds, or a second on a loaded machine; one held much
+// longer is behind a log restored under the same cluster id, whose
+// brokers will never reach the token. Not checked at healAfter: a native
+// client that learnt its tokens from the brokers' answers asks the cluster
+// nothing while one of them is a moment behind.
+const coveredHeld = 2 * time.Second
 
 // NewHealer returns a Healer for cfg.
 func NewHealer(cfg HealerConfig) *Healer {
@@ -111,29 +134,70 @@ func (h *Healer) Check() {
 	})
 }
 
-// Held is a connection's call when a request carrying the store's token
-// has stayed unanswered for healAfter: it starts a check (see Check)
-// unless the store holds a token of the cluster last reported committed,
-// at or below its committed offset. It never waits.
+// Held is a connection's call, once per healAfter, while a request
+// carrying the store's token stays unanswered: it starts a check (see
+// Check) when the store may hold a token beyond what its cluster
+// committed, or of another cluster; for a token its cluster is known to
+// have committed, only once such requests were held coveredHeld in all.
+// It never waits.
 func (h *Healer) Held() {
-	if h.suspect(h.cfg.Store.Load()) {
+	cur := h.cfg.Store.Load()
+	if cur.IsUnknown() {
+		return
+	}
+	if !h.covered(cur) {
+		h.Check()
+		return
+	}
+	h.mu.Lock()
+	if h.heldTok != cur {
+		h.heldTok, h.heldTicks = cur, 0
+	}
+	h.heldTicks++
+	long := time.Duration(h.heldTicks)*healAfter >= coveredHeld
+	if long {
+		h.heldTicks = 0
+	}
+	h.mu.Unlock()
+	if long {
 		h.Check()
 	}
 }
 
-// suspect reports whether cur may be beyond what the cluster committed, or
-// of another cluster, as far as the last answer tells.
-func (h *Healer) suspect(cur consistency.Token) bool {
-	if cur.IsUnknown() {
-		return false
-	}
+// covered reports whether cur's cluster is known to have committed it.
+func (h *Healer) covered(cur consistency.Token) bool {
 	k := h.known.Load()
-	return k == nil || k.ClusterID() != cur.ClusterID() || cur.Offset() > k.Offset()
+	return k != nil && k.cluster == cur.ClusterID() && cur.Offset() <= k.offset.Load()
 }
 
-// noteCommitted records a committed offset the cluster reported.
+// noteCommitted records the committed offset the cluster reported.
 func (h *Healer) noteCommitted(c consistency.Token) {
-	h.known.Store(&c)
+	k := &knownCommitted{cluster: c.ClusterID()}
+	k.offset.Store(c.Offset())
+	h.known.Store(k)
+}
+
+// noteApplied records an offset a broker of cluster answered it applied,
+// and so was committed. It allocates only when the cluster is not the
+// one known.
+func (h *Healer) noteApplied(cluster []byte, offset int64) {
+	k := h.known.Load()
+	if k == nil || k.cluster != string(cluster) {
+		n := &knownCommitted{cluster: string(cluster)}
+		n.offset.Store(offset)
+		if h.known.CompareAndSwap(k, n) {
+			return
+		}
+		if k = h.known.Load(); k == nil || k.cluster != string(cluster) {
+			return // another cluster's report won; it is not lowered
+		}
+	}
+	for {
+		o := k.offset.Load()
+		if offset <= o || k.offset.CompareAndSwap(o, offset) {
+			return
+		}
+	}
 }
 
 // Close ends a check under way and waits for it; later Checks do nothing.

@@ -20,9 +20,10 @@ import (
 // INCONSISTENT_METADATA answer that would have the token checked; kgo may
 // even close the connection under it. So a connection does not wait for
 // the answer: a request carrying a token that stays unanswered for
-// healAfter asks the Healer (Healer.Held), which checks the store unless
-// it holds a token of the cluster last reported committed, at or below
-// it; and once the store no longer holds the token such a request carried
+// healAfter asks the Healer (Healer.Held, once per healAfter while it
+// stays unanswered), which checks the store unless its cluster is known to
+// have committed the token (then only once such requests were held
+// coveredHeld in all); and once the store no longer holds the token such a request carried
 // (the Healer lowered it, or a cluster change reset it), the connection
 // fails with a *HeldError, which kgo retries on a new connection with the
 // store's token, rather than leave the request, and every request queued
@@ -61,10 +62,9 @@ type heldWatch struct {
 	lastOffset  atomic.Int64
 	lastKey     atomic.Int32
 
-	n     uint64            // the timer watches the n-th watched request
-	tok   consistency.Token // the token it carried
-	key   int16
-	asked bool // Held was called for it
+	n   uint64            // the timer watches the n-th watched request
+	tok consistency.Token // the token it carried
+	key int16
 }
 
 // HeldError fails a connection whose request carried a token the store no
@@ -95,7 +95,7 @@ func (l *link) noteWatched(key int16, tok consistency.Token) {
 	l.held.lastKey.Store(int32(key))
 	n := l.held.written.Add(1)
 	if l.held.armed.CompareAndSwap(false, true) {
-		l.held.n, l.held.tok, l.held.key, l.held.asked = n, tok, key, false
+		l.held.n, l.held.tok, l.held.key = n, tok, key
 		l.armHeld()
 	}
 }
@@ -121,23 +121,18 @@ func (l *link) armHeld() {
 func (l *link) heldFired() {
 	w := &l.held
 	if w.answered.Load() < w.n { // still unanswered
-		now := l.i.store.Load()
-		if now != w.tok && (now.ClusterID() != w.tok.ClusterID() || now.Offset() < w.tok.Offset()) {
-			if !l.dead.Load() {
-				l.abortHeld(now)
-			}
+		if l.dead.Load() {
 			w.armed.Store(false)
 			return
 		}
-		if !w.asked {
-			w.asked = true
-			l.i.healer.Held()
-		}
-		if !l.dead.Load() {
-			l.armHeld() // to see the heal, and fail the connection then
+		now := l.i.store.Load()
+		if now != w.tok && (now.ClusterID() != w.tok.ClusterID() || now.Offset() < w.tok.Offset()) {
+			l.abortHeld(now)
+			w.armed.Store(false)
 			return
 		}
-		w.armed.Store(false)
+		l.i.healer.Held()
+		l.armHeld() // to see the heal, and fail the connection then
 		return
 	}
 	w.armed.Store(false)
@@ -150,7 +145,7 @@ func (l *link) heldFired() {
 		if err != nil {
 			tok = l.i.store.Load()
 		}
-		w.n, w.tok, w.key, w.asked = n, tok, int16(w.lastKey.Load()), false
+		w.n, w.tok, w.key = n, tok, int16(w.lastKey.Load())
 		l.armHeld()
 	}
 }

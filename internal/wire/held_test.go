@@ -80,10 +80,20 @@ func TestHeldRequestHeals(t *testing.T) {
 		synctest.Wait()
 		require.EqualValues(t, 1, o.quorum.Load())
 		require.Empty(t, healed)
+		time.Sleep(coveredHeld - healAfter)
+		synctest.Wait()
+		require.EqualValues(t, 1, o.quorum.Load(), "a store the last report covers is not checked again at once")
+		require.False(t, c2.(*conn).dead.Load(), "a sound token's request stays")
+		// Held coveredHeld for a covered token: checked once more (a log
+		// restored under the same cluster id would never reach it).
+		time.Sleep(healAfter)
+		synctest.Wait()
+		require.EqualValues(t, 2, o.quorum.Load(), "a covered token held coveredHeld is checked")
+		require.Empty(t, healed)
+		c2.Close()
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		require.EqualValues(t, 1, o.quorum.Load(), "a store the last report covers is not checked again")
-		require.False(t, c2.(*conn).dead.Load(), "a sound token's request stays")
+		require.EqualValues(t, 2, o.quorum.Load(), "a closed connection's request asks nothing")
 
 		// Poisoned: the next held request has it checked and lowered,
 		// and its connection fails at the next look, unread.
@@ -96,7 +106,7 @@ func TestHeldRequestHeals(t *testing.T) {
 		require.NoError(t, err)
 		time.Sleep(healAfter)
 		synctest.Wait()
-		require.EqualValues(t, 2, o.quorum.Load())
+		require.EqualValues(t, 3, o.quorum.Load())
 		require.Equal(t, [][2]consistency.Token{{consistency.MustOf("c", 9_000), consistency.MustOf("c", 40)}}, healed)
 		require.False(t, c3.(*conn).dead.Load())
 		time.Sleep(healAfter)
@@ -111,7 +121,6 @@ func TestHeldRequestHeals(t *testing.T) {
 		require.True(t, he.Temporary())
 
 		c.Close()
-		c2.Close()
 		peer.Close()
 		peer2.Close()
 		peer3.Close()
@@ -199,4 +208,61 @@ func TestHeldWatchAllocatesNothing(t *testing.T) {
 	}
 	base, watched := allocs(false), allocs(true)
 	require.Equal(t, base, watched, "allocations per request: %v without the watch, %v with it", base, watched)
+}
+
+// TestHeldTokenFromAnswersAsksNothing: a native client's token was learnt
+// from a broker's answer, so its cluster committed it; a request carrying
+// it that another broker holds for a moment (it applies the write a
+// little later) asks the cluster nothing, until such requests were held
+// coveredHeld in all. A token beyond what the answers showed is checked
+// at healAfter.
+func TestHeldTokenFromAnswersAsksNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{committed: consistency.MustOf("c", 50)}
+		store := knownStore(t, "c", 1)
+		h := NewHealer(HealerConfig{Store: store, Oracle: o})
+		defer h.Close()
+		i, err := New(Config{Store: store, Healer: h})
+		require.NoError(t, err)
+
+		// A broker answers at applied 50: the store learns 50.
+		client, peer := net.Pipe()
+		go holdingBroker(peer, func(int32) bool { return true }, 50)
+		c := i.Wrap(client, "127.0.0.1:9092")
+		defer func() { c.Close(); peer.Close() }()
+		_, err = c.Write(reqFrame(metadataReq(12), 1))
+		require.NoError(t, err)
+		_, err = c.Read(make([]byte, 64))
+		require.NoError(t, err)
+		require.Equal(t, consistency.MustOf("c", 50), store.Load())
+
+		// Another broker holds a request carrying 50.
+		client2, peer2 := net.Pipe()
+		go holdingBroker(peer2, func(int32) bool { return false }, 49)
+		c2 := i.Wrap(client2, "127.0.0.1:9093")
+		defer peer2.Close()
+		_, err = c2.Write(reqFrame(metadataReq(12), 2))
+		require.NoError(t, err)
+		time.Sleep(coveredHeld - healAfter)
+		synctest.Wait()
+		require.Zero(t, o.quorum.Load(), "a token a broker answered with is checked while another broker catches up")
+		time.Sleep(healAfter)
+		synctest.Wait()
+		require.EqualValues(t, 1, o.quorum.Load(), "held coveredHeld in all")
+		c2.Close()
+
+		// A token beyond the answers: checked at healAfter.
+		_, err = store.Advance(consistency.MustOf("c", 60))
+		require.NoError(t, err)
+		time.Sleep(time.Second) // past the Healer's Every
+		client3, peer3 := net.Pipe()
+		go holdingBroker(peer3, func(int32) bool { return false }, 50)
+		c3 := i.Wrap(client3, "127.0.0.1:9094")
+		defer func() { c3.Close(); peer3.Close() }()
+		_, err = c3.Write(reqFrame(metadataReq(12), 3))
+		require.NoError(t, err)
+		time.Sleep(healAfter)
+		synctest.Wait()
+		require.EqualValues(t, 2, o.quorum.Load())
+	})
 }

@@ -218,6 +218,9 @@ func (r *responseReader) observe(req *inflight, h *respHeader) error {
 	if err != nil { // the store adopted another cluster meanwhile
 		return r.misroute(now.ClusterID(), string(got))
 	}
+	if r.i.healer != nil {
+		r.i.healer.noteApplied(got, token)
+	}
 	if now != cur {
 		r.i.advanced.Add(1)
 		if r.i.observer != nil {
