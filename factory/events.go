@@ -36,8 +36,10 @@ const (
 	EventConsistencyOff
 	// EventTokenHealed: the store held a token beyond the cluster's
 	// committed metadata offset, which no broker can reach (forged, or a
-	// restored metadata log); it was lowered to that offset (Token). Sent
-	// is the offset it held.
+	// restored metadata log), and was lowered to that offset (Token); or
+	// a token of another cluster than the bootstrap servers' (given to a
+	// fresh factory), replaced by a token of theirs. Sent is the offset it
+	// held.
 	EventTokenHealed
 	// EventAuthFailed: the bootstrap servers refused the factory's
 	// credentials or TLS settings (Err, which errors.Is/As finds the
@@ -107,7 +109,14 @@ func (c *config) emit(ev Event) {
 	}
 	if c.logger != nil {
 		lvl := slog.LevelDebug
-		if ev.Kind >= EventMisroute {
+		switch {
+		case ev.Kind == EventRebootstrap && (ev.From == "" || ev.From == ev.To):
+			// Recovery that found the cluster the clients knew (or
+			// their first): a broker asked for it (REBOOTSTRAP_REQUIRED,
+			// as a KIP-1243 broker answers a foreign token). A move is
+			// warned of by its EventClusterChanged.
+			lvl = slog.LevelInfo
+		case ev.Kind >= EventMisroute:
 			lvl = slog.LevelWarn
 		}
 		c.logger.Log(context.Background(), lvl, "kconsist: "+ev.Kind.String(),

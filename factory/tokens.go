@@ -127,7 +127,7 @@ func (f *Factory) logger() *slog.Logger {
 func (f *Factory) healed(from, to consistency.Token) {
 	msg := "consistency token was beyond the cluster's committed metadata offset; lowered to it"
 	if from.ClusterID() != to.ClusterID() {
-		msg = "consistency token named another cluster than the bootstrap servers'; replaced by their committed metadata offset"
+		msg = "consistency token named another cluster than the bootstrap servers'; replaced by a token of theirs"
 	}
 	f.logger().Warn(msg, "from", from.String(), "to", to.String())
 	if o := f.base.observer; o != nil {

@@ -75,6 +75,11 @@ func SeedProbe(newClient func() (*kgo.Client, error)) Probe {
 type Watcher struct {
 	Store   consistency.Store
 	OnEvent func(Event)
+	// OnForeignStore, when not nil, is called (on the watcher's goroutine)
+	// when a check found the bootstrap servers naming the cluster it
+	// knows, or its first one, while an unpinned Store holds a token of
+	// another cluster: no cluster change, a foreign token to replace.
+	OnForeignStore func()
 	// Probe asks the bootstrap servers for their cluster id. Required.
 	Probe Probe
 	// Timeout bounds each check (default 30s); probes are retried within it.
@@ -476,9 +481,9 @@ func (w *Watcher) check(rebootstrapped bool) {
 	if w.Pin != "" {
 		before = w.Pin
 	}
-	if before == "" && w.Store != nil {
-		before = w.Store.Load().ClusterID()
-	}
+	// A store's cluster is not a "before": a watcher that never learnt
+	// one cannot tell a move from a token given to a fresh factory, which
+	// is the Healer's to replace (OnForeignStore).
 	ev := Event{Rebootstrapped: rebootstrapped, From: before, To: now}
 	if now != "" {
 		w.cluster = now
@@ -506,7 +511,15 @@ func (w *Watcher) check(rebootstrapped bool) {
 			subs = append(subs, *fn)
 		}
 	}
+	foreign := false
+	if !ev.Changed && now != "" && w.Pin == "" && w.Store != nil {
+		c := w.Store.Load().ClusterID()
+		foreign = c != "" && c != now
+	}
 	w.mu.Unlock()
+	if foreign && w.OnForeignStore != nil {
+		w.OnForeignStore()
+	}
 	// Report before the check counts as handled, so that whoever waits in
 	// Settle sees the event's effects (a reset store, failed records)
 	// already in place.

@@ -65,7 +65,7 @@ func TestWatcherDetectsChangeAndResetsStore(t *testing.T) {
 	require.Equal(t, "b", w.Cluster())
 	mu.Lock()
 	require.Equal(t, []Event{
-		{Rebootstrapped: true, From: "a", To: "a"},
+		{Rebootstrapped: true, From: "", To: "a"}, // the first cluster it learns
 		{Rebootstrapped: false, From: "a", To: "b", Changed: true, StoreReset: true},
 	}, events)
 	mu.Unlock()
@@ -168,4 +168,39 @@ func TestWatcherClusterOf(t *testing.T) {
 	w.mu.Lock()
 	require.Len(t, w.ended, maxEnded)
 	w.mu.Unlock()
+}
+
+// TestWatcherForeignStoreIsNoChange: a store holding a token of another
+// cluster than the one the bootstrap servers name at the watcher's first
+// check (a token given to a fresh factory), or at a later check of the
+// cluster it knows, is no cluster change: the store is left to the
+// Healer (OnForeignStore), and no event says Changed. Pinned, nothing is
+// foreign to replace.
+func TestWatcherForeignStoreIsNoChange(t *testing.T) {
+	for _, pin := range []string{"", "a"} {
+		store := consistency.NewMemoryStore()
+		_, _ = store.Advance(consistency.MustOf("x", 9_000))
+		p := &fakeProbe{cluster: "a"}
+		var events []Event
+		foreign := 0
+		w := &Watcher{Store: store, Probe: p.probe, Pin: pin,
+			OnEvent:        func(ev Event) { events = append(events, ev) },
+			OnForeignStore: func() { foreign++ }}
+		ctx := context.Background()
+		w.Check(true)
+		require.Zero(t, w.Settle(ctx), "pin %q: no change", pin)
+		w.Check(false)
+		require.Zero(t, w.Settle(ctx), "pin %q: no change", pin)
+		w.Close()
+		require.Equal(t, consistency.MustOf("x", 9_000), store.Load(), "the watcher replaces nothing itself")
+		for _, ev := range events {
+			require.False(t, ev.Changed, "pin %q: %+v", pin, ev)
+			require.False(t, ev.StoreReset, "pin %q: %+v", pin, ev)
+		}
+		if pin == "" {
+			require.Equal(t, 2, foreign, "once per check that found it")
+		} else {
+			require.Zero(t, foreign, "a pinned factory's store is never replaced")
+		}
+	}
 }

@@ -70,20 +70,26 @@ func (w *observer) OnMisroute(addr, expected, got string) {
 // adopt lets an unpinned client follow its bootstrap servers to a new
 // KIP-1243 cluster: a bootstrap server answering for another cluster resets
 // the store (the old cluster's offsets mean nothing there), while any other
-// address answering for another cluster stays a misroute.
-func (s *Session) adopt(b Build) func(addr, cluster string) bool {
+// address answering for another cluster stays a misroute. A store whose
+// cluster the watcher never found behind the bootstrap servers (it knows
+// none yet, or knows the answer's) held a foreign token, given to a fresh
+// factory: that is no move, and the token is replaced as a heal.
+func (s *Session) adopt(b Build) func(addr, cluster string) wire.Adoption {
 	seeds := seedSet(b.Seeds)
 	o := b.Observer
-	return func(addr, cluster string) bool {
+	return func(addr, cluster string) wire.Adoption {
 		if !seeds[normalAddr(addr)] {
-			return false
+			return wire.AdoptNone
+		}
+		if known := s.watcher.Cluster(); known == "" || known == cluster {
+			return wire.AdoptForeign
 		}
 		from := s.store.Load().ClusterID()
 		s.stats.storeResets.Add(1)
 		if o != nil {
 			o.OnAdopted(addr, from, cluster)
 		}
-		return true
+		return wire.AdoptMove
 	}
 }
 

@@ -111,6 +111,9 @@ func New(cfg Config) (*Session, error) {
 		s.emu = emu
 	}
 	s.watcher = &cluster.Watcher{Store: s.store, OnEvent: s.clusterEvent, Pin: cfg.Base.Pin, Logger: cfg.Logger}
+	if s.healer != nil {
+		s.watcher.OnForeignStore = s.healer.Check
+	}
 	// The probes use a store of their own, which stays Unknown, so they
 	// never stamp a token.
 	s.watcher.Probe = cluster.SeedProbe(func() (*kgo.Client, error) {

@@ -170,6 +170,14 @@ func (h *Healer) covered(cur consistency.Token) bool {
 	return k != nil && k.cluster == cur.ClusterID() && cur.Offset() <= k.offset.Load()
 }
 
+// replaced reports a store whose token of another cluster a connection
+// replaced by an answer's token (AdoptForeign), as a heal.
+func (h *Healer) replaced(from, to consistency.Token) {
+	if h.cfg.OnHealed != nil {
+		h.cfg.OnHealed(from, to)
+	}
+}
+
 // noteCommitted records the committed offset the cluster reported.
 func (h *Healer) noteCommitted(c consistency.Token) {
 	k := &knownCommitted{cluster: c.ClusterID()}

@@ -45,6 +45,24 @@ type RejectObserver interface {
 	OnStampRejected(addr string)
 }
 
+// Adoption is what a response from another cluster than the store's
+// does to the store (Config.Adopt).
+type Adoption int8
+
+const (
+	// AdoptNone: a misroute; the connection fails.
+	AdoptNone Adoption = iota
+	// AdoptMove: the bootstrap servers moved to the answer's cluster. The
+	// store is reset, then learns the new cluster's tokens; the caller
+	// reported the move.
+	AdoptMove
+	// AdoptForeign: the store's token names a cluster the bootstrap
+	// servers never belonged to (a token given to a fresh factory). It is
+	// replaced by the answer's token, a token of a cluster that applied
+	// it, and reported as a heal (HealerConfig.OnHealed), once.
+	AdoptForeign
+)
+
 // Config configures an [Interceptor].
 type Config struct {
 	// Store is the consistency store every connection reads and advances.
@@ -77,12 +95,12 @@ type Config struct {
 	// store is Unknown.
 	ExpectedCluster func() string
 	// Adopt, when not nil and no cluster is pinned, is asked about a
-	// response from a cluster other than the store's. Returning true
-	// resets the store and adopts the new cluster instead of failing the
-	// connection as misrouted: a client that follows its bootstrap servers
-	// to a new cluster (the Java client's behaviour) answers true for
-	// connections to those servers. Adopt is also the notification.
-	Adopt func(addr, cluster string) bool
+	// response from a cluster other than the store's (see Adoption).
+	// AdoptNone fails the connection as misrouted; a client that follows
+	// its bootstrap servers to a new cluster (the Java client's
+	// behaviour) answers AdoptMove or AdoptForeign for connections to
+	// those servers. Adopt is also the notification of a move.
+	Adopt func(addr, cluster string) Adoption
 	// Emulator, when not nil, makes tokens from KRaft offsets for brokers
 	// whose response headers carry none (see emulate.go). It must work on
 	// Store. One Emulator may serve many Interceptors.
@@ -142,7 +160,7 @@ type Interceptor struct {
 	logger   kgo.Logger
 	observer Observer
 	expected func() string
-	adopt    func(addr, cluster string) bool
+	adopt    func(addr, cluster string) Adoption
 	emu      *Emulator
 	healer   *Healer
 	reloc    relocation

@@ -195,9 +195,17 @@ func (r *responseReader) observe(req *inflight, h *respHeader) error {
 			want = pinned
 		}
 	}
+	token := h.state.Token
 	if want != "" && string(got) != want {
-		if pinned != "" || r.i.adopt == nil || !r.i.adopt(r.addr, string(got)) {
+		adopt := AdoptNone
+		if pinned == "" && r.i.adopt != nil {
+			adopt = r.i.adopt(r.addr, string(got))
+		}
+		switch {
+		case adopt == AdoptNone:
 			return r.misroute(want, string(got))
+		case adopt == AdoptForeign && r.i.healer != nil && token >= 0:
+			return r.replaceForeign(cur, string(got), token)
 		}
 		// Only a store still on the old cluster is reset, atomically: a
 		// check and a separate reset could wipe a newer token another
@@ -206,7 +214,6 @@ func (r *responseReader) observe(req *inflight, h *respHeader) error {
 		r.i.log(kgo.LogLevelWarn, "bootstrap server answers for another cluster; consistency store reset", "addr", r.addr, "from_cluster", want, "to_cluster", string(got))
 		cur = consistency.Unknown()
 	}
-	token := h.state.Token
 	if token < 0 || (!cur.IsUnknown() && token <= cur.Offset()) {
 		return nil
 	}
@@ -229,6 +236,27 @@ func (r *responseReader) observe(req *inflight, h *respHeader) error {
 		if r.debug {
 			r.i.log(kgo.LogLevelDebug, "advanced consistency token", "addr", r.addr, "key", req.key, "from", cur.String(), "to", now.String())
 		}
+	}
+	return nil
+}
+
+// replaceForeign replaces cur, a token of a cluster the bootstrap
+// servers never belonged to, by the answer's token of cluster at offset
+// (see AdoptForeign), unless the store moved meanwhile (another
+// connection or the Healer replaced it first): the heal is reported once.
+func (r *responseReader) replaceForeign(cur consistency.Token, cluster string, offset int64) error {
+	next, err := consistency.Of(cluster, offset)
+	if err != nil {
+		return malformed("response consistency state: %v", err)
+	}
+	if r.i.store.CompareAndSwap(cur, next) {
+		r.i.advanced.Add(1)
+		r.i.healer.noteApplied([]byte(cluster), offset)
+		r.i.healer.replaced(cur, next)
+		return nil
+	}
+	if now := r.i.store.Load(); now.IsUnknown() || now.ClusterID() == cluster {
+		_, _ = r.i.store.Advance(next) // an Unknown store, or the answer's cluster already
 	}
 	return nil
 }

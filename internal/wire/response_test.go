@@ -161,23 +161,30 @@ func TestReadMisroute(t *testing.T) {
 		got       string
 		misroute  bool
 		wantStore consistency.Token
-		adopt     bool // the Adopt hook says yes
+		adopt     Adoption // what the Adopt hook says
+		healed    int      // heals reported
 	}{
-		{"other cluster than store", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "", "evil", true, consistency.MustOf("abc", 5), false},
-		{"other cluster than pin, store unknown", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "abc", "evil", true, consistency.Unknown(), false},
-		{"pin matches, store unknown", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "abc", "abc", false, consistency.MustOf("abc", 50), false},
-		{"no pin, store unknown adopts", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "", "any", false, consistency.MustOf("any", 50), false},
-		{"same cluster", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "", "abc", false, consistency.MustOf("abc", 50), false},
-		{"adopted by a bootstrap server", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 90) }, "", "new", false, consistency.MustOf("new", 50), true},
-		{"pin beats adoption", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "abc", "new", true, consistency.MustOf("abc", 5), true},
+		{"other cluster than store", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "", "evil", true, consistency.MustOf("abc", 5), AdoptNone, 0},
+		{"other cluster than pin, store unknown", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "abc", "evil", true, consistency.Unknown(), AdoptNone, 0},
+		{"pin matches, store unknown", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "abc", "abc", false, consistency.MustOf("abc", 50), AdoptNone, 0},
+		{"no pin, store unknown adopts", func(*testing.T) *consistency.MemoryStore { return consistency.NewMemoryStore() }, "", "any", false, consistency.MustOf("any", 50), AdoptNone, 0},
+		{"same cluster", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "", "abc", false, consistency.MustOf("abc", 50), AdoptNone, 0},
+		{"adopted by a bootstrap server", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 90) }, "", "new", false, consistency.MustOf("new", 50), AdoptMove, 0},
+		{"foreign token replaced by a bootstrap server's", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 9_000) }, "", "new", false, consistency.MustOf("new", 50), AdoptForeign, 1},
+		{"pin beats adoption", func(t *testing.T) *consistency.MemoryStore { return knownStore(t, "abc", 5) }, "abc", "new", true, consistency.MustOf("abc", 5), AdoptMove, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}
 			store := tc.store(t)
+			var healed [][2]consistency.Token
+			h := NewHealer(HealerConfig{Store: store, Oracle: &scriptedOracle{committed: consistency.MustOf("new", 40)},
+				OnHealed: func(from, to consistency.Token) { healed = append(healed, [2]consistency.Token{from, to}) }})
+			defer h.Close()
 			c, m, i := newTestConn(t, store, func(cfg *Config) {
 				cfg.Observer = rec
 				cfg.ExpectedCluster = func() string { return tc.pinned }
-				cfg.Adopt = func(string, string) bool { return tc.adopt }
+				cfg.Adopt = func(string, string) Adoption { return tc.adopt }
+				cfg.Healer = h
 			})
 			sendRequests(t, c, metadataReq(12))
 			m.in = respFrame(0, stateTags(tc.got, 50), []byte{1})
@@ -198,6 +205,12 @@ func TestReadMisroute(t *testing.T) {
 			}
 			if cur := store.Load(); cur != tc.wantStore {
 				t.Fatalf("store = %v, want %v", cur, tc.wantStore)
+			}
+			if len(healed) != tc.healed {
+				t.Fatalf("heals reported: %v, want %d", healed, tc.healed)
+			}
+			if tc.healed == 1 && healed[0] != [2]consistency.Token{consistency.MustOf("abc", 9_000), tc.wantStore} {
+				t.Fatalf("heal reported %v", healed[0])
 			}
 		})
 	}
