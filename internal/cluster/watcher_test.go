@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -107,40 +108,52 @@ func TestWatcherCloseStopsProbing(t *testing.T) {
 
 // TestWatcherCoalescesChecks: a storm of checks costs one probe at a time,
 // and Settle waits only for checks requested before it, so it returns
-// while the storm goes on.
+// while the storm goes on: within two probes' time (the one running, and
+// the one that answers its request), on synctest's clock.
 func TestWatcherCoalescesChecks(t *testing.T) {
-	var probes atomic.Int32
-	w := &Watcher{Probe: func(context.Context) (string, error) {
-		probes.Add(1)
-		time.Sleep(100 * time.Millisecond)
-		return "a", nil
-	}}
-	defer w.Close()
-	stop := make(chan struct{})
-	storm := make(chan struct{})
-	go func() {
-		defer close(storm)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-				w.Check(false)
+	synctest.Test(t, func(t *testing.T) {
+		const probeTime = 100 * time.Millisecond
+		var probes atomic.Int32
+		w := &Watcher{Probe: func(context.Context) (string, error) {
+			probes.Add(1)
+			time.Sleep(probeTime)
+			return "a", nil
+		}}
+		defer w.Close()
+		stop := make(chan struct{})
+		storm := make(chan struct{})
+		var checks atomic.Int32
+		go func() {
+			defer close(storm)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(10 * time.Millisecond):
+					checks.Add(1)
+					w.Check(false)
+				}
 			}
-		}
-	}()
-	time.Sleep(50 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	start := time.Now()
-	w.Check(false)
-	w.Settle(ctx)
-	require.NoError(t, ctx.Err(), "Settle returned during the storm")
-	require.Less(t, time.Since(start), time.Second)
-	close(stop)
-	<-storm
-	w.Settle(ctx)
-	require.Less(t, probes.Load(), int32(20), "checks were coalesced (%d probes)", probes.Load())
+		}()
+		time.Sleep(50 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		w.Check(false)
+		w.Settle(ctx)
+		require.NoError(t, ctx.Err(), "Settle returned during the storm")
+		require.LessOrEqual(t, time.Since(start), 2*probeTime)
+		close(stop)
+		<-storm
+		w.Settle(ctx)
+		// One probe at a time, each answering every check made before it
+		// started: a probe per 100 ms of storm and one more, where one per
+		// check would be one per 10 ms.
+		stormed := time.Since(start) + 50*time.Millisecond
+		t.Logf("%d checks, %d probes in %v", checks.Load(), probes.Load(), stormed)
+		require.LessOrEqual(t, probes.Load(), int32(stormed/probeTime)+2, "checks were coalesced")
+		require.Greater(t, checks.Load(), 3*probes.Load())
+	})
 }
 
 // TestWatcherClusterOf: the watcher tells which cluster it knew in each
