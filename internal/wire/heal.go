@@ -21,11 +21,16 @@ import (
 // refused by every broker. The one Healer of a factory checks the store
 // against the committed offset and lowers it when it is beyond, or
 // replaces a token of another cluster when HealerConfig.Replace allows.
-// It is asked from three places: the Emulator, when a request has waited
+// It is asked from four places: the Emulator, when a request has waited
 // healAfter for a broker that does not catch up; a connection, when a
 // request carrying a token stayed unanswered for healAfter (Held; see
-// held.go), whether its caller still waits or gave up; and the session,
-// after an INCONSISTENT_METADATA answer. All only ask: the check runs on
+// held.go), whether its caller still waits or gave up; the session, after
+// an INCONSISTENT_METADATA answer; and the cluster watcher, when a check
+// found an unpinned store holding a token of another cluster than the
+// bootstrap servers'. A connection that reads a bootstrap server's answer
+// for its own cluster while the store holds such a token replaces it
+// itself with the answer's token (AdoptForeign), reported through
+// OnHealed as a heal too. All only ask: the check runs on
 // the Healer's goroutine, at most once per HealerConfig.Every, and nobody
 // waits for it. None of it waits for a broker to answer the held request:
 // a broker may hold it for as long as its request timeout.

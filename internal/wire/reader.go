@@ -205,7 +205,7 @@ func (r *responseReader) observe(req *inflight, h *respHeader) error {
 		case adopt == AdoptNone:
 			return r.misroute(want, string(got))
 		case adopt == AdoptForeign && r.i.healer != nil && token >= 0:
-			return r.replaceForeign(cur, string(got), token)
+			return r.replaceForeign(cur, got, token)
 		}
 		// Only a store still on the old cluster is reset, atomically: a
 		// check and a separate reset could wipe a newer token another
@@ -244,18 +244,18 @@ func (r *responseReader) observe(req *inflight, h *respHeader) error {
 // servers never belonged to, by the answer's token of cluster at offset
 // (see AdoptForeign), unless the store moved meanwhile (another
 // connection or the Healer replaced it first): the heal is reported once.
-func (r *responseReader) replaceForeign(cur consistency.Token, cluster string, offset int64) error {
-	next, err := consistency.Of(cluster, offset)
+func (r *responseReader) replaceForeign(cur consistency.Token, cluster []byte, offset int64) error {
+	next, err := consistency.Of(string(cluster), offset)
 	if err != nil {
 		return malformed("response consistency state: %v", err)
 	}
 	if r.i.store.CompareAndSwap(cur, next) {
 		r.i.advanced.Add(1)
-		r.i.healer.noteApplied([]byte(cluster), offset)
+		r.i.healer.noteApplied(cluster, offset)
 		r.i.healer.replaced(cur, next)
 		return nil
 	}
-	if now := r.i.store.Load(); now.IsUnknown() || now.ClusterID() == cluster {
+	if now := r.i.store.Load(); now.IsUnknown() || now.ClusterID() == string(cluster) {
 		_, _ = r.i.store.Advance(next) // an Unknown store, or the answer's cluster already
 	}
 	return nil
