@@ -130,11 +130,14 @@ func (c *config) build() (built, error) {
 	} else {
 		opts = append(opts, kgo.RetryBackoffFn(javaBackoff))
 	}
-	if c.role == 0 || c.role.produces() {
+	// Each client gets the settings of the kinds its role takes
+	// (roleTable); the factory's own clients (role 0) none of a
+	// producer's or a consumer's.
+	if c.role.produces() {
 		opts = append(opts, p.kgoOpts(idem)...)
 	}
-	if c.role == 0 || c.role.consumes() {
-		opts = append(opts, c.consume.kgoOpts()...)
+	if c.role.consumes() {
+		opts = append(opts, c.consume.kgoOpts(c.topics)...)
 	}
 	if l := session.KgoLogger(c.logger); l != nil {
 		opts = append(opts, kgo.WithLogger(l))
@@ -196,9 +199,13 @@ func (p produceConfig) kgoOpts(idempotent bool) []kgo.Opt {
 	return append(opts, kgo.ProducerBatchCompression(codec))
 }
 
-// kgoOpts returns the franz-go options of a consumer's settings.
-func (c consumeConfig) kgoOpts() []kgo.Opt {
+// kgoOpts returns the franz-go options of a consumer's settings and the
+// topics it consumes.
+func (c consumeConfig) kgoOpts(topics []string) []kgo.Opt {
 	var opts []kgo.Opt
+	if len(topics) > 0 {
+		opts = append(opts, kgo.ConsumeTopics(topics...))
+	}
 	if c.groupID != "" {
 		opts = append(opts, kgo.ConsumerGroup(c.groupID))
 	}

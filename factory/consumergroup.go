@@ -27,7 +27,7 @@ type rebalanceConfig struct {
 
 // OnPartitionsAssigned calls fn when the group assigns partitions to a
 // consumer, before they are fetched (franz-go's kgo.OnPartitionsAssigned).
-// A consumer option, for consumers with a group.id.
+// A consumer option, for clients with a group.id.
 func OnPartitionsAssigned(fn RebalanceFunc) ConsumerOpt {
 	return rebalanceOpt("OnPartitionsAssigned", fn, func(r *rebalanceConfig) { r.assigned = fn })
 }
@@ -38,7 +38,7 @@ func OnPartitionsAssigned(fn RebalanceFunc) ConsumerOpt {
 //
 // fn replaces the commit the consumer otherwise makes at that point, as in
 // franz-go: commit in fn (g.Commit) whatever another member must not read
-// again. A consumer option, for consumers with a group.id.
+// again. A consumer option, for clients with a group.id.
 func OnPartitionsRevoked(fn RebalanceFunc) ConsumerOpt {
 	return rebalanceOpt("OnPartitionsRevoked", fn, func(r *rebalanceConfig) { r.revoked = fn })
 }
@@ -47,7 +47,7 @@ func OnPartitionsRevoked(fn RebalanceFunc) ConsumerOpt {
 // already another member's: it was removed from the group (its session
 // timed out, a fatal group error), so committing them is bound to fail
 // (franz-go's kgo.OnPartitionsLost). Without it nothing is called then.
-// A consumer option, for consumers with a group.id.
+// A consumer option, for clients with a group.id.
 func OnPartitionsLost(fn RebalanceFunc) ConsumerOpt {
 	return rebalanceOpt("OnPartitionsLost", fn, func(r *rebalanceConfig) { r.lost = fn })
 }
@@ -58,8 +58,9 @@ func OnPartitionsLost(fn RebalanceFunc) ConsumerOpt {
 // never run concurrently with their processing (franz-go's
 // kgo.BlockRebalanceOnPoll; the Java consumer behaves so within poll).
 // Process quickly: a member that holds up a rebalance past the rebalance
-// timeout is removed from the group. A consumer option, for consumers with
-// a group.id.
+// timeout is removed from the group. A consumer option, for clients with
+// a group.id (a bare franz-go client made by KgoClient calls its own
+// AllowRebalance).
 func BlockRebalanceOnPoll() ConsumerOpt {
 	return consumerOnly(func(c *config) { c.rebalance.block = true })
 }
@@ -76,11 +77,11 @@ func rebalanceOpt(key string, fn RebalanceFunc, set func(*rebalanceConfig)) Cons
 }
 
 // rebalanceOpts returns the franz-go options of c's rebalance settings for
-// the client of a group consumer or a GroupTransactSession; other roles
-// never get them (given to New, they are part of every client's base). A
-// bare franz-go client takes franz-go's own callbacks through KgoOpts.
+// the client of every role that takes a consumer's options (roleTable): a
+// consumer, a GroupTransactSession, a bare franz-go client. Other roles
+// never get them (given to New, they are part of every client's base).
 func (c *config) rebalanceOpts() ([]kgo.Opt, error) {
-	if c.role&RoleConsumer == 0 {
+	if !c.role.consumes() {
 		return nil, nil
 	}
 	r := c.rebalance

@@ -12,9 +12,10 @@ import (
 )
 
 // TestRebalanceOptionRoles: the rebalance options are consumer options,
-// refused by the other roles' constructors (a bare client takes franz-go's
-// own through KgoOpts) and named; they need a group, and a nil function;
-// given to New they reach consumers only.
+// which the admin client's and the producer's constructors do not take;
+// they need a group, and a nil function is refused; given to New they
+// reach the roles that take a consumer's options only (a bare client's:
+// TestKgoClientHonoursGroupOptions).
 func TestRebalanceOptionRoles(t *testing.T) {
 	fn := func(context.Context, *consumer.Group, map[string][]int32) {}
 	f, err := New(BootstrapServers("127.0.0.1:1"), OnPartitionsRevoked(fn), BlockRebalanceOnPoll())

@@ -227,9 +227,6 @@ func (f *Factory) resolve(role Role, opts []Opt, extra []kgo.Opt) (session.Build
 	if err != nil {
 		return session.Build{}, cfg, err
 	}
-	if len(cfg.topics) > 0 {
-		extra = append(extra, kgo.ConsumeTopics(cfg.topics...))
-	}
 	b, err := f.describe(cfg, extra)
 	return b, cfg, err
 }

@@ -13,24 +13,38 @@ import (
 	"github.com/kconsist/kconsist/rebootstrap"
 )
 
-// Options are typed by the clients that use them, as franz-go's are, so an
-// option given to a client that would ignore it does not compile:
+// Options are typed by the clients that take them, from one table
+// (roleTable): each constructor takes the options of its role and
+// ClientOpts, so a producer option given to NewConsumer or an admin client
+// does not compile, and every client that takes an option honours it.
 //
 //   - Opt is anything New takes. Options given to New are the base of every
 //     client the factory makes; a role's options there reach only that
-//     role's clients (Acks only producers). Some options exist only for the
-//     factory as a whole (WithStore, Consistency) and are plain Opts.
+//     role's clients (Acks only producers, ConsumeTopics only consumers).
+//     Some options exist only for the factory as a whole (WithStore,
+//     Consistency) and are plain Opts.
 //   - ClientOpt is an option every client takes: connection, security,
 //     logging, hooks. Given to one client it applies on top of the base.
 //   - ProducerOpt, ConsumerOpt: options of one role. Both are TransactOpts
 //     too, since a GroupTransactSession consumes and produces; both are
-//     KgoClientOpts, since a bare franz-go client does everything.
+//     KgoClientOpts, since a bare franz-go client does everything, and it
+//     honours them as a producer or a consumer would (a group's rebalance
+//     callbacks included).
 //   - AdminOpt, TransactOpt, KgoClientOpt: what Factory.Admin,
 //     NewGroupTransactSession and Factory.KgoClient take.
 //
+// A value an option cannot use (a nil function, an unknown enum value,
+// Hooks for no role) is an error wrapping ErrConfig that names the option,
+// when the client is built. franz-go's own options given through KgoOpts
+// are franz-go's: kgo takes any of them on any client.
+//
 // Applying an option twice is harmless: the last value wins. Strings appear
 // only in properties (FromProperties); Go options take typed values.
-type Opt interface{ apply(*config) }
+type Opt interface {
+	apply(*config)
+	// kind is what the option sets (see roleTable).
+	kind() kind
+}
 
 // ProducerOpt is an option NewProducer takes.
 type ProducerOpt interface {
@@ -78,6 +92,7 @@ type ClientOpt interface {
 type factoryOpt func(*config)
 
 func (o factoryOpt) apply(c *config) { o(c) }
+func (factoryOpt) kind() kind        { return kindFactory }
 
 // clientOpt is an option every client takes. security marks the options
 // that set security: given to a client, they replace the base's security
@@ -88,6 +103,7 @@ type clientOpt struct {
 }
 
 func (o clientOpt) apply(c *config) { o.fn(c) }
+func (clientOpt) kind() kind        { return kindClient }
 func (clientOpt) producerOpt()      {}
 func (clientOpt) consumerOpt()      {}
 func (clientOpt) adminOpt()         {}
@@ -97,6 +113,7 @@ func (clientOpt) kgoClientOpt()     {}
 type producerOnly func(*config)
 
 func (o producerOnly) apply(c *config) { o(c) }
+func (producerOnly) kind() kind        { return kindProduce }
 func (producerOnly) producerOpt()      {}
 func (producerOnly) transactOpt()      {}
 func (producerOnly) kgoClientOpt()     {}
@@ -104,6 +121,7 @@ func (producerOnly) kgoClientOpt()     {}
 type consumerOnly func(*config)
 
 func (o consumerOnly) apply(c *config) { o(c) }
+func (consumerOnly) kind() kind        { return kindConsume }
 func (consumerOnly) consumerOpt()      {}
 func (consumerOnly) transactOpt()      {}
 func (consumerOnly) kgoClientOpt()     {}
@@ -401,47 +419,6 @@ func Resolver(r rebootstrap.Resolver) ClientOpt {
 	})
 }
 
-// Role is a kind of client a factory makes, for hooks (Hooks, ClientInfo).
-// Roles combine with |.
-type Role uint8
-
-const (
-	// RoleAdmin is a client made by Factory.Admin.
-	RoleAdmin Role = 1 << iota
-	// RoleProducer is a client made by NewProducer.
-	RoleProducer
-	// RoleConsumer is a client made by NewConsumer.
-	RoleConsumer
-	// RoleKgo is a bare franz-go client made by Factory.KgoClient.
-	RoleKgo
-
-	// AllRoles is every client the factory hands out.
-	AllRoles = RoleAdmin | RoleProducer | RoleConsumer | RoleKgo
-)
-
-// String names the role: "admin", "producer", "consumer", "kgo", or
-// several joined by "|".
-func (r Role) String() string {
-	var names []string
-	for _, n := range []struct {
-		r    Role
-		name string
-	}{{RoleAdmin, "admin"}, {RoleProducer, "producer"}, {RoleConsumer, "consumer"}, {RoleKgo, "kgo"}} {
-		if r&n.r != 0 {
-			names = append(names, n.name)
-		}
-	}
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, "|")
-}
-
-// produces and consumes report whether clients of role r get the
-// producer's and the consumer's settings.
-func (r Role) produces() bool { return r&(RoleProducer|RoleKgo) != 0 }
-func (r Role) consumes() bool { return r&(RoleConsumer|RoleKgo) != 0 }
-
 // roleHooks are franz-go hooks for the clients of roles: fixed ones, or
 // made per client by fn.
 type roleHooks struct {
@@ -466,7 +443,8 @@ type ClientInfo struct {
 var clientIDs atomic.Uint64
 
 // Hooks adds franz-go hooks (kgo.Hook: kotel, kslog, your own) to every
-// client of roles that the factory builds (AllRoles: all of them),
+// client of roles that the factory builds (AllRoles: all of them; roles
+// must name at least one, and a hook must not be nil),
 // including the franz-go client a producer or consumer builds again after
 // a cluster change. The factory's internal clients (cluster checks, token
 // questions) get none. Hooks given to New and to a client constructor add
@@ -479,6 +457,16 @@ var clientIDs atomic.Uint64
 func Hooks(roles Role, hooks ...kgo.Hook) ClientOpt {
 	hooks = append([]kgo.Hook(nil), hooks...)
 	return client(func(c *config) {
+		if err := roles.check(); err != nil {
+			c.fail("Hooks: %v", err)
+			return
+		}
+		for i, h := range hooks {
+			if h == nil {
+				c.fail("Hooks: hook %d of %d is nil", i+1, len(hooks))
+				return
+			}
+		}
 		c.hooks = append(c.hooks, roleHooks{roles: roles, hooks: hooks})
 		c.opaque++
 	})

@@ -241,6 +241,7 @@ func TestZeroDurationsApply(t *testing.T) {
 	require.True(t, cfg.produce.lingerSet)
 	require.Zero(t, cfg.produce.linger)
 	require.True(t, cfg.conn.retryBackoffSet)
+	cfg.role = RoleProducer // linger.ms is a producer's
 	kopts, err := cfg.validate()
 	require.NoError(t, err)
 	cl, err := kgo.NewClient(kopts...)
@@ -249,6 +250,7 @@ func TestZeroDurationsApply(t *testing.T) {
 	require.Equal(t, time.Duration(0), cl.OptValue(kgo.ProducerLinger))
 	def := defaultConfig()
 	def.conn.seeds = "a:1"
+	def.role = RoleProducer
 	kopts, err = def.validate()
 	require.NoError(t, err)
 	cl2, err := kgo.NewClient(kopts...)

@@ -179,6 +179,7 @@ func TestRoleString(t *testing.T) {
 	require.Equal(t, "admin|producer|consumer|kgo", AllRoles.String())
 	require.Equal(t, "consumer", RoleConsumer.String())
 	require.Equal(t, "none", Role(0).String())
+	require.Equal(t, "producer|Role(0x80)", (RoleProducer | Role(1<<7)).String())
 }
 
 func TestHooksPerClientNil(t *testing.T) {
