@@ -54,7 +54,9 @@ func TestPublicSurface(t *testing.T) {
 		}
 	}
 	// The one constructor of each takes the factory's internal/link value
-	// first: nothing outside this module can name its type.
+	// first: nothing outside this module can name its type, and a value of
+	// it reached all the same (type inference, reflection) lacks the
+	// factory's seal and is refused (each package's seal_test.go).
 	for pkg, want := range map[string]string{"consumer": "Consumer", "admin": "Admin"} {
 		if got := firstParam(t, "./"+pkg, "New"); got != "link."+want {
 			t.Errorf("%s.New takes %q first, want link.%s (of internal/link)", pkg, got, want)
@@ -187,8 +189,10 @@ func firstParam(t *testing.T, dir, name string) string {
 // TestFactoryOnlyConstructors: every exported function of producer that
 // returns one of its clients takes, first, a value (not a pointer, not an
 // interface) of a type from internal/link. Code outside this module cannot
-// name such a type, so it cannot call the function, not even with nil:
-// producers come from the factory only.
+// name such a type, and a value of it reached all the same (the zero
+// value by type inference, one filled by reflection) lacks the factory's
+// seal (link.Seal) and is refused (producer/seal_test.go): producers come
+// from the factory only.
 func TestFactoryOnlyConstructors(t *testing.T) {
 	const linkPath = `"github.com/kconsist/kconsist/internal/link"`
 	clients := map[string]bool{"Producer": true, "GroupTransactSession": true}

@@ -62,10 +62,15 @@ type Client struct {
 }
 
 // New makes an admin client on l.Client, which it owns from then on. It is
-// for factory.Factory.Admin, its only caller: l's type is internal to this
-// module, so code outside it cannot call New and wrap a client that
-// carries no token. A zero l (no client) is an error.
+// for factory.Factory.Admin, its only caller, which seals l: code outside
+// this module cannot name l's type, and a value of it that it reaches all
+// the same (the zero value, by type inference; one filled by reflection
+// with a client of its own, which carries no token) is not sealed and is
+// refused with an error, as is a sealed one without a client.
 func New(l link.Admin) (*Client, error) {
+	if !l.Sealed() {
+		return nil, errors.New("admin: New is for factory.Factory.Admin: the link.Admin given was not made by a factory")
+	}
 	if l.Client == nil {
 		return nil, errors.New("admin: New is for factory.Factory.Admin: no client")
 	}

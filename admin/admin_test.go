@@ -39,7 +39,7 @@ func TestCloseOnce(t *testing.T) {
 		closing, release := make(chan struct{}), make(chan struct{})
 		cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.WithHooks(holdClose{closing, release}))
 		require.NoError(t, err)
-		c, err := admin.New(link.Admin{Client: cl})
+		c, err := admin.New(link.Seal(link.Admin{Client: cl}))
 		require.NoError(t, err)
 		first, second := make(chan error, 1), make(chan error, 1)
 		go func() { first <- c.Close(context.Background()) }()

@@ -61,7 +61,7 @@ func TestPollReturnsAuthError(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
 	require.NoError(t, err)
 	w := &authWatch{subscribed: make(chan struct{})}
-	c, err := New(link.Consumer{Client: cl, Auth: w}, String(), String())
+	c, err := New(link.Seal(link.Consumer{Client: cl, Auth: w}), String(), String())
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close(context.Background())) }()
 

@@ -252,7 +252,7 @@ func BenchmarkPoll(b *testing.B) {
 		}
 	}
 	readPoll := func(cl *kgo.Client) int {
-		c, err := New(link.Consumer{Client: cl}, Bytes(), Bytes())
+		c, err := New(link.Seal(link.Consumer{Client: cl}), Bytes(), Bytes())
 		if err != nil {
 			b.Fatal(err)
 		}

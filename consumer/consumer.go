@@ -165,15 +165,20 @@ type Consumer[K, V any] struct {
 
 // New makes a consumer of l.Client, following the session as l says,
 // decoding keys and values with keys and values. It is for
-// factory.NewConsumer, its only caller: l's type is internal to this
-// module, so code outside it cannot call New and build a consumer without
-// the factory's token. A zero l (no client) or a nil deserializer is an
-// error.
+// factory.NewConsumer, its only caller, which seals l: code outside this
+// module cannot name l's type, and a value of it that it reaches all the
+// same (the zero value, by type inference; one filled by reflection with
+// a client of its own, which carries no token) is not sealed and is
+// refused with an error. A sealed l without a client, or a nil
+// deserializer, is an error too.
 //
 // The consumer owns l.Client and every client l.Follow gives it: it
 // closes them. It asks l.Follow for the next client at each cluster
 // change, and l.Auth (when not nil) whether the cluster refuses it.
 func New[K, V any](l link.Consumer, keys Deserializer[K], values Deserializer[V]) (*Consumer[K, V], error) {
+	if !l.Sealed() {
+		return nil, errors.New("consumer: New is for factory.NewConsumer: the link.Consumer given was not made by a factory")
+	}
 	if l.Client == nil {
 		return nil, errors.New("consumer: New is for factory.NewConsumer: no client")
 	}

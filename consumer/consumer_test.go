@@ -32,7 +32,7 @@ func (w *manualWatch) Follow() (*kgo.Client, error) { return w.next() }
 // of cluster changes from w.
 func follows(t *testing.T, cl *kgo.Client, group bool, w *manualWatch) *Consumer[string, string] {
 	t.Helper()
-	c, err := New(link.Consumer{Client: cl, Group: group, Follow: w}, String(), String())
+	c, err := New(link.Seal(link.Consumer{Client: cl, Group: group, Follow: w}), String(), String())
 	require.NoError(t, err)
 	return c
 }
@@ -176,7 +176,7 @@ func TestCloseBoundedByContext(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	require.NoError(t, err)
-	c, err := New(link.Consumer{Client: cl, Group: true}, String(), String())
+	c, err := New(link.Seal(link.Consumer{Client: cl, Group: true}), String(), String())
 	require.NoError(t, err)
 	recs, err := c.Poll(ctx, 0)
 	require.NoError(t, err)

@@ -146,7 +146,7 @@ func (f *Factory) Admin(opts ...AdminOpt) (*admin.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return admin.New(link.Admin{Client: cl})
+	return admin.New(link.Seal(link.Admin{Client: cl}))
 }
 
 // NewProducer returns a producer of K keys and V values; opts apply on top
@@ -178,7 +178,7 @@ func NewProducer[K, V any](f *Factory, keys producer.Serializer[K], values produ
 	if err != nil {
 		return nil, err
 	}
-	return producer.New(l, keys, values)
+	return producer.New(link.Seal(l), keys, values)
 }
 
 // NewConsumer returns a consumer of K keys and V values; opts apply on top
@@ -198,7 +198,7 @@ func NewConsumer[K, V any](f *Factory, keys consumer.Deserializer[K], values con
 		return nil, err
 	}
 	l.Group = cfg.consume.groupID != ""
-	c, err := consumer.New(l, keys, values)
+	c, err := consumer.New(link.Seal(l), keys, values)
 	if err != nil {
 		l.Client.Close() // not handed over
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist/internal/link"
 	"github.com/kconsist/kconsist/producer"
 )
 
@@ -142,5 +143,10 @@ func NewGroupTransactSession[K, V any](f *Factory, keys producer.Serializer[K], 
 	if err != nil {
 		return nil, err
 	}
-	return producer.NewGroupTransactSession(l, sess, keys, values), nil
+	gs, err := producer.NewGroupTransactSession(link.Seal(link.GroupTransact{Producer: l, Session: sess}), keys, values)
+	if err != nil {
+		sess.Close() // not handed over
+		return nil, err
+	}
+	return gs, nil
 }

@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -50,13 +51,27 @@ type GroupTransactSession[K, V any] struct {
 }
 
 // NewGroupTransactSession is made for package factory: make a session with
-// factory.NewGroupTransactSession. Its first parameter is of a type that
-// only code in this module can name, so nothing else can call it.
+// factory.NewGroupTransactSession, which seals g. Code outside this module
+// cannot name g's type, and a value of it that it reaches all the same
+// (the zero value, by type inference; one filled by reflection with a
+// franz-go session of its own, which carries no token) is not sealed and
+// is refused with an error, as are a sealed g without a session and nil
+// serializers.
 //
-// The session produces on s's client, which it never replaces: l.Watch
-// tells it of a cluster change, which ends it; l.Share, l.Clients and
-// l.Pin are not used.
-func NewGroupTransactSession[K, V any](l link.Producer, s *kgo.GroupTransactSession, keys Serializer[K], values Serializer[V]) *GroupTransactSession[K, V] {
+// The session produces on g.Session's client, which it never replaces:
+// g.Producer.Watch tells it of a cluster change, which ends it;
+// g.Producer's Share, Clients and Pin are not used.
+func NewGroupTransactSession[K, V any](g link.GroupTransact, keys Serializer[K], values Serializer[V]) (*GroupTransactSession[K, V], error) {
+	if !g.Sealed() {
+		return nil, errors.New("producer: NewGroupTransactSession is for factory.NewGroupTransactSession: the link.GroupTransact given was not made by a factory")
+	}
+	if g.Session == nil {
+		return nil, errors.New("producer: NewGroupTransactSession is for factory.NewGroupTransactSession: no franz-go session")
+	}
+	if keys == nil || values == nil {
+		return nil, errors.New("producer: NewGroupTransactSession needs a key and a value serializer")
+	}
+	l, s := g.Producer, g.Session
 	// The engine keeps the session's client whatever happens: the session
 	// watches for changes itself.
 	e := newEngine(s.Client(), link.Producer{Clusters: l.Clusters, Marks: l.Marks, Auth: l.Auth})
@@ -67,7 +82,7 @@ func NewGroupTransactSession[K, V any](l link.Producer, s *kgo.GroupTransactSess
 		gs.cancel = l.Watch.OnChange(func() { gs.fail() })
 	}
 	e.txn.noteCluster(l.Clusters, gs.gen)
-	return gs
+	return gs, nil
 }
 
 // fail ends the session: the cluster changed.

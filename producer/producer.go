@@ -68,12 +68,21 @@ type Producer[K, V any] struct {
 }
 
 // New is made for package factory: make a producer with
-// factory.NewProducer. Its first parameter is of a type that only code in
-// this module can name, so nothing else can call it.
+// factory.NewProducer, which seals l. Code outside this module cannot name
+// l's type, and a value of it that it reaches all the same (the zero
+// value, by type inference; one filled by reflection with a ClientMaker of
+// its own, whose clients carry no token) is not sealed and is refused with
+// an error, as are nil serializers.
 //
 // It joins the producer to the client in l.Share, or makes one with
 // l.Clients.
 func New[K, V any](l link.Producer, keys Serializer[K], values Serializer[V]) (*Producer[K, V], error) {
+	if !l.Sealed() {
+		return nil, errors.New("producer: New is for factory.NewProducer: the link.Producer given was not made by a factory")
+	}
+	if keys == nil || values == nil {
+		return nil, errors.New("producer: New needs a key and a value serializer")
+	}
 	mk := func() (link.ProducerClient, error) {
 		if l.Clients == nil {
 			return nil, errors.New("producer: no client to produce with")

@@ -26,9 +26,9 @@ func TestSharedViews(t *testing.T) {
 	seeds := fakeSeeds(t, 1)
 	var made atomic.Int32
 	l := link.Producer{Share: new(link.Share), Clients: countedClients(seeds, &made)}
-	strs, err := New(l, String(), String())
+	strs, err := New(link.Seal(l), String(), String())
 	require.NoError(t, err)
-	raw, err := New(l, Bytes(), Bytes())
+	raw, err := New(link.Seal(l), Bytes(), Bytes())
 	require.NoError(t, err)
 	require.True(t, strs.Kgo() == raw.Kgo())
 	require.Equal(t, int32(1), made.Load(), "one client for both")
@@ -56,7 +56,7 @@ func TestSharedViews(t *testing.T) {
 	_, err = raw.Produce(ctx, Record[[]byte, []byte]{Topic: "t", Value: []byte("c")})
 	require.ErrorIs(t, err, kgo.ErrClientClosed)
 
-	again, err := New(l, String(), String())
+	again, err := New(link.Seal(l), String(), String())
 	require.NoError(t, err)
 	require.Equal(t, int32(2), made.Load(), "the last Close closed the client: the share makes a new one")
 	require.NotSame(t, first, again.Kgo())
@@ -94,10 +94,10 @@ func TestFlushWaitsOnlyForOwnRecords(t *testing.T) {
 	l := link.Producer{Share: new(link.Share), Clients: clientsFunc(func() (*kgo.Client, error) {
 		return kgo.NewClient(kgo.SeedBrokers(seeds...))
 	})}
-	heldP, err := New(l, String(), String())
+	heldP, err := New(link.Seal(l), String(), String())
 	require.NoError(t, err)
 	defer heldP.Close(context.Background())
-	freeP, err := New(l, String(), String())
+	freeP, err := New(link.Seal(l), String(), String())
 	require.NoError(t, err)
 	require.Same(t, heldP.Kgo(), freeP.Kgo(), "one shared client")
 	defer func() { // before heldP's Close, should the test fail early
@@ -160,10 +160,10 @@ func TestFlushWaitsForOwnVerdict(t *testing.T) {
 		l := link.Producer{Share: new(link.Share), Watch: w, Clients: clientsFunc(func() (*kgo.Client, error) {
 			return kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.MaxBufferedBytes(1000)) // never dialled
 		})}
-		failing, err := New(l, Bytes(), Bytes())
+		failing, err := New(link.Seal(l), Bytes(), Bytes())
 		require.NoError(t, err)
 		defer failing.Close(context.Background())
-		other, err := New(l, Bytes(), Bytes())
+		other, err := New(link.Seal(l), Bytes(), Bytes())
 		require.NoError(t, err)
 		defer other.Close(context.Background())
 		var released sync.Once

@@ -4,8 +4,8 @@ import "github.com/twmb/franz-go/pkg/kgo"
 
 // Consumer is what a consumer is made of: the argument of consumer.New,
 // which factory.NewConsumer fills from what the session returns
-// (session.Session.Consumer). Outside this module the type cannot be
-// named, so only the factory can make a consumer.
+// (session.Session.Consumer) and seals (Seal): consumer.New refuses a
+// value that is not sealed, so only the factory can make a consumer.
 //
 // Who owns what: the consumer owns Client and every client Follow gives it,
 // and closes them; the session owns the cluster watcher behind Follow and
@@ -24,6 +24,8 @@ type Consumer struct {
 	// credentials or TLS settings: polls then return the cause instead of
 	// waiting for their context.
 	Auth AuthWatch
+
+	seal
 }
 
 // Follower is how a client follows the cluster behind its bootstrap

@@ -3,7 +3,9 @@
 // made, and the public client packages (producer, consumer, admin), which
 // are thin typed facades over franz-go clients. It holds only small
 // interfaces and plain values, as database/sql/driver does: the session
-// implements them, the clients call them.
+// implements them, the clients call them. The values the public
+// constructors take (Admin, Consumer, Producer, GroupTransact) are sealed
+// by the factory (Seal), and the constructors refuse any other.
 package link
 
 import (

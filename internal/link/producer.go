@@ -9,10 +9,12 @@ import (
 )
 
 // Producer is what package factory gives package producer's constructors
-// (producer.New, producer.NewGroupTransactSession): how the new producer
-// meets the factory's session. The session fills it in (internal/session,
-// Session.Producer and Session.GroupTransact); only code in this module can
-// name the type, so only the factory can make a producer.
+// (producer.New, and producer.NewGroupTransactSession within a
+// GroupTransact): how the new producer meets the factory's session. The
+// session fills it in (internal/session, Session.Producer and
+// Session.GroupTransact) and the factory seals it (Seal): producer.New
+// refuses a value that is not sealed, so only the factory can make a
+// producer.
 //
 // It is a plain value: the interfaces are the session's own objects (the
 // cluster watcher, the marks of INCONSISTENT_METADATA answers), shared by
@@ -47,6 +49,8 @@ type Producer struct {
 	// Auth, when not nil, tells when the cluster refuses the producer's
 	// credentials or TLS settings (see AuthWatch).
 	Auth AuthWatch
+
+	seal
 }
 
 // ClientMaker builds the franz-go client of one producer's settings, each

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/link"
 	"github.com/kconsist/kconsist/producer"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
@@ -54,7 +55,7 @@ func newProducer(s *Session, key any) (*producer.Producer[string, string], error
 	if err != nil {
 		return nil, err
 	}
-	return producer.New(l, producer.String(), producer.String())
+	return producer.New(link.Seal(l), producer.String(), producer.String())
 }
 
 // TestProducersShareByKey: producers of one key share one franz-go
