@@ -20,10 +20,11 @@
 //	p, err := factory.NewProducer(f, producer.String(), producer.JSON[Order]())
 //	_, err = p.Produce(ctx, producer.Record[string, Order]{Topic: "orders", Key: "k", Value: o})
 //
-// Configuration comes as Go options ([BootstrapServers], [Acks], ...) or as
-// client properties in the Java client's or librdkafka's names
-// ([FromProperties], [LoadProperties]); unknown keys, bad values and
-// options a client's role does not use are errors that name the key.
+// Configuration comes as Go options ([BootstrapServers], [RequiredAcks],
+// ...) or as client properties in the Java client's or librdkafka's names
+// ([FromProperties], [LoadProperties]); unknown keys and bad values are
+// errors that name the key. Options are typed by the roles that take them
+// (see [Opt]): one of another role given to a client does not compile.
 // [Hooks] and [HooksPerClient] install franz-go hooks (kprom, kotel) per
 // role; [KgoOpts] passes raw franz-go options through.
 //

@@ -35,7 +35,7 @@
 // the session made reports its close through a hook, which folds the
 // client's counters into Stats.
 //
-// A child session ([Session.Child], for factory.Factory.Session) has a store
+// A child session ([Session.Child], for factory.Factory.WithToken) has a store
 // of its own over its parent's (consistency.NewHandedStore) and counters of its
 // own, and shares the parent's watcher, emulator, oracle and healer. Its
 // Close stops only its own constructors; the parent's Close stops what they
@@ -47,7 +47,9 @@
 // the bootstrap servers naming another cluster than the one known raises it
 // and calls the OnChange callbacks. Every producer gets a link.Producer
 // ([Session.Producer]) and every consumer a link.Consumer
-// ([Session.Consumer]), made here: the watcher to hear changes from,
+// ([Session.Consumer]), made here (the factory seals it, link.Seal, for
+// the client package's constructor, which refuses a value without the
+// seal): the watcher to hear changes from,
 // whether the client is pinned, and a maker of clients (a link.ClientMaker
 // for a producer; for a consumer its link.Follower, whose Follow builds
 // the client again or, pinned, returns the error), which builds the same
