@@ -171,7 +171,13 @@ func ClientID(id string) ClientOpt { return client(func(c *config) { c.conn.clie
 // rebootstrap.Rebootstrap. rebootstrap.None also turns the KIP-1242 cluster
 // check off, since a client that cannot rebootstrap cannot act on it.
 func RecoveryStrategy(s rebootstrap.Strategy) ClientOpt {
-	return client(func(c *config) { c.conn.strategy = s })
+	return client(func(c *config) {
+		if s != rebootstrap.Rebootstrap && s != rebootstrap.None {
+			c.fail("metadata.recovery.strategy: %d is not one of rebootstrap.Rebootstrap, rebootstrap.None", int8(s))
+			return
+		}
+		c.conn.strategy = s
+	})
 }
 
 // ClusterCheck sets metadata.cluster.check.enable (KIP-1242). Default true:
@@ -334,10 +340,17 @@ func SecurityProtocol(p Protocol) ClientOpt {
 
 // TLS encrypts connections with cfg (security.protocol SSL, or SASL_SSL
 // with SASL). The handshake is done by the consistency dialer, since
-// franz-go cannot combine its own TLS dialing with a custom dialer. A
-// security setting: see SecurityProtocol.
+// franz-go cannot combine its own TLS dialing with a custom dialer. A nil
+// cfg is an error: for SSL with the system's roots and no other setting,
+// use SecurityProtocol(SSL). A security setting: see SecurityProtocol.
 func TLS(cfg *tls.Config) ClientOpt {
-	return security(func(c *config) { c.security.tls = cfg })
+	return security(func(c *config) {
+		if cfg == nil {
+			c.fail("TLS: nil *tls.Config (for SSL with the system's roots, use SecurityProtocol(SSL))")
+			return
+		}
+		c.security.tls = cfg
+	})
 }
 
 // SASL authenticates with mechanism (security.protocol SASL_PLAINTEXT, or
@@ -386,6 +399,12 @@ func WithObserver(o Observer) ClientOpt {
 func KgoOpts(opts ...kgo.Opt) ClientOpt {
 	opts = append([]kgo.Opt(nil), opts...)
 	return client(func(c *config) {
+		for i, o := range opts {
+			if o == nil {
+				c.fail("KgoOpts: option %d of %d is nil", i+1, len(opts))
+				return
+			}
+		}
 		c.kgoOpts = append(c.kgoOpts, opts...)
 		c.opaque++
 	})

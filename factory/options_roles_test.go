@@ -12,6 +12,7 @@ import (
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/internal/testkit"
 	"github.com/kconsist/kconsist/producer"
+	"github.com/kconsist/kconsist/rebootstrap"
 )
 
 // TestKgoClientHonoursGroupOptions: a bare franz-go client takes the
@@ -152,4 +153,29 @@ func TestRoleTable(t *testing.T) {
 	}
 	require.Equal(t, kindClient, Role(0).takes(), "the factory's own clients get its client settings only")
 	require.Equal(t, kindClient|kindProduce|kindConsume, RoleTransactSession.takes())
+}
+
+// TestOptionsRefuseValuesTheyWouldIgnore: a nil franz-go option (which
+// franz-go would panic on), TLS(nil) (which set nothing: the client
+// connected in plaintext) and a recovery strategy that is not one are
+// refused with an error naming the option.
+func TestOptionsRefuseValuesTheyWouldIgnore(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opt  ClientOpt
+		want string
+	}{
+		"nil kgo option":   {KgoOpts(kgo.ClientID("x"), nil), "KgoOpts: option 2 of 2 is nil"},
+		"nil TLS config":   {TLS(nil), "TLS: nil *tls.Config (for SSL with the system's roots, use SecurityProtocol(SSL))"},
+		"unknown strategy": {RecoveryStrategy(rebootstrap.Strategy(9)), "metadata.recovery.strategy: 9 is not one of rebootstrap.Rebootstrap, rebootstrap.None"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, err := New(BootstrapServers("127.0.0.1:1"))
+			require.NoError(t, err)
+			defer f.Close(context.Background())
+			cl, err := f.KgoClient(tc.opt)
+			require.ErrorIs(t, err, ErrConfig)
+			require.ErrorContains(t, err, tc.want)
+			require.Nil(t, cl)
+		})
+	}
 }
