@@ -26,7 +26,7 @@ func (f *Factory) describe(cfg config, extra []kgo.Opt) (session.Build, error) {
 	}
 	d := baseBuild(cfg)
 	d.Extra = extra
-	d.Observer = clientEvents(cfg)
+	d.Observer = f.clientEvents(cfg)
 	d.Hooks = cfg.hookOpts
 	d.NewClient = cfg.newClient
 	d.BaseSecurity = f.sameSecurity(cfg)

@@ -2,11 +2,14 @@ package factory
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/internal/cluster"
 	"github.com/kconsist/kconsist/internal/session"
+	"github.com/kconsist/kconsist/internal/tokens"
 )
 
 // EventKind names what happened.
@@ -46,6 +49,14 @@ const (
 	// kerr or x509 error in). Reported once per distinct failure; records
 	// and polls of the factory's clients fail with it while it holds.
 	EventAuthFailed
+	// EventStoreConflict: the store holds a token of cluster From that
+	// the factory never stored, while the factory's brokers belong to
+	// cluster To, whose tokens it stored before: another factory or
+	// process shares the store across two clusters (Err says so). Nothing
+	// is healed back and forth; the factory's requests fail as misrouted
+	// (consistency.ErrClusterMismatch) until each cluster has a store of
+	// its own. Reported once per pair of clusters.
+	EventStoreConflict
 )
 
 func (k EventKind) String() string {
@@ -68,6 +79,8 @@ func (k EventKind) String() string {
 		return "token-healed"
 	case EventAuthFailed:
 		return "auth-failed"
+	case EventStoreConflict:
+		return "store-conflict"
 	}
 	return "unknown"
 }
@@ -77,7 +90,8 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind EventKind
 	// Token is the store's new token: of EventTokenAdvanced and
-	// EventTokenHealed.
+	// EventTokenHealed; the token another writer left, of
+	// EventStoreConflict.
 	Token consistency.Token
 	// Addr is the broker address of misroute and inconsistent-metadata
 	// events.
@@ -89,12 +103,19 @@ type Event struct {
 	Sent, BrokerAt int64
 	// From and To are cluster ids (misroute: expected and got).
 	From, To string
-	// Err is the reason of EventConsistencyOff and EventAuthFailed.
+	// Err is the reason of EventConsistencyOff, EventAuthFailed and
+	// EventStoreConflict.
 	Err error
 }
 
-// Observer receives consistency events. OnEvent is called synchronously on
-// a client's network path: keep it short and never block in it.
+// Observer receives consistency events. Every event of a factory goes
+// through one queue and reaches its observer on one goroutine of the
+// factory's, in the order it happened (changes of the store in store
+// order): OnEvent never runs on a client's network path, and a slow
+// observer delays later events, never a client. Should an observer fall
+// more than 4,096 events behind, token advances are dropped first (the
+// next one says all). Factory.Close delivers what is queued and waits
+// for it: do not call it from OnEvent.
 type Observer interface{ OnEvent(Event) }
 
 // ObserverFunc adapts a function to Observer.
@@ -103,85 +124,131 @@ type ObserverFunc func(Event)
 // OnEvent calls fn(ev).
 func (fn ObserverFunc) OnEvent(ev Event) { fn(ev) }
 
-func (c *config) emit(ev Event) {
-	if c.observer != nil {
-		c.observer.OnEvent(ev)
+// events is a factory's one event stream: every event, from the store's
+// owner, the watcher or a client's connections, is queued on it, and its
+// goroutine hands each to the observer and logger of the client it
+// concerns.
+type events = tokens.Stream[delivery]
+
+// delivery is one queued event and who hears it.
+type delivery struct {
+	ev Event
+	to *eventEmitter
+}
+
+func newEvents() *events {
+	return tokens.NewStream(func(d delivery) { d.to.deliver(d.ev) },
+		func(d delivery) bool { return d.ev.Kind == EventTokenAdvanced }, 0)
+}
+
+// eventEmitter queues the events of one client (or of the factory
+// itself) for its observer and logger.
+type eventEmitter struct {
+	observer Observer
+	logger   *slog.Logger
+	stream   *events
+}
+
+func (e *eventEmitter) emit(ev Event) {
+	if e != nil && (e.observer != nil || e.logger != nil) {
+		e.stream.Emit(delivery{ev: ev, to: e})
 	}
-	if c.logger != nil {
-		lvl := slog.LevelDebug
-		switch {
-		case ev.Kind == EventRebootstrap && (ev.From == "" || ev.From == ev.To):
-			// Recovery that found the cluster the clients knew (or
-			// their first): a broker asked for it (REBOOTSTRAP_REQUIRED,
-			// as a KIP-1243 broker answers a foreign token). A move is
-			// warned of by its EventClusterChanged.
-			lvl = slog.LevelInfo
-		case ev.Kind >= EventMisroute:
-			lvl = slog.LevelWarn
+}
+
+// deliver runs on the stream's goroutine.
+func (e *eventEmitter) deliver(ev Event) {
+	if e.observer != nil {
+		e.observer.OnEvent(ev)
+	}
+	if e.logger == nil || ev.Kind == EventAuthFailed {
+		return // the watcher logged the failure
+	}
+	lvl := slog.LevelDebug
+	msg := "kconsist: " + ev.Kind.String()
+	switch {
+	case ev.Kind == EventRebootstrap && (ev.From == "" || ev.From == ev.To):
+		// Recovery that found the cluster the clients knew (or their
+		// first): a broker asked for it (REBOOTSTRAP_REQUIRED, as a
+		// KIP-1243 broker answers a foreign token). A move is warned
+		// of by its EventClusterChanged.
+		lvl = slog.LevelInfo
+	case ev.Kind == EventTokenHealed:
+		lvl = slog.LevelWarn
+		msg = "consistency token was beyond the cluster's committed metadata offset; lowered to it"
+		if ev.Token.ClusterID() != ev.From {
+			msg = "consistency token named another cluster than the bootstrap servers'; replaced by a token of theirs"
 		}
-		c.logger.Log(context.Background(), lvl, "kconsist: "+ev.Kind.String(),
-			"token", ev.Token.String(), "addr", ev.Addr, "api_key", ev.APIKey,
-			"sent", ev.Sent, "broker_at", ev.BrokerAt, "from", ev.From, "to", ev.To)
+		e.logger.Warn(msg, "from", ev.From+"@"+strconv.FormatInt(ev.Sent, 10), "to", ev.Token.String())
+		return
+	case ev.Kind == EventStoreConflict:
+		e.logger.Error("kconsist: "+ev.Err.Error(), "token", ev.Token.String(), "from", ev.From, "to", ev.To)
+		return
+	case ev.Kind == EventConsistencyOff:
+		return // the emulator warned with its reason
+	case ev.Kind >= EventMisroute:
+		lvl = slog.LevelWarn
 	}
+	e.logger.Log(context.Background(), lvl, msg,
+		"token", ev.Token.String(), "addr", ev.Addr, "api_key", ev.APIKey,
+		"sent", ev.Sent, "broker_at", ev.BrokerAt, "from", ev.From, "to", ev.To)
 }
 
 // clientEvents returns what turns the wire-layer callbacks of a client
 // with settings cfg into events, or nil when nobody listens (no observer,
 // no logger), which spares the connections the calls.
-func clientEvents(cfg config) session.Observer {
+func (f *Factory) clientEvents(cfg config) session.Observer {
 	if cfg.observer == nil && cfg.logger == nil {
 		return nil
 	}
-	return &eventEmitter{cfg: config{observer: cfg.observer, logger: cfg.logger}}
+	return &eventEmitter{observer: cfg.observer, logger: cfg.logger, stream: f.events}
 }
 
-// eventEmitter emits the events of one client's connections; cfg holds
-// only its observer and logger.
-type eventEmitter struct{ cfg config }
-
 func (e *eventEmitter) OnTokenAdvanced(_, to consistency.Token) {
-	e.cfg.emit(Event{Kind: EventTokenAdvanced, Token: to})
+	e.emit(Event{Kind: EventTokenAdvanced, Token: to})
 }
 
 func (e *eventEmitter) OnInconsistentMetadata(addr string, key int16, sent, at int64) {
-	e.cfg.emit(Event{Kind: EventInconsistentMetadata, Addr: addr, APIKey: key, Sent: sent, BrokerAt: at})
+	e.emit(Event{Kind: EventInconsistentMetadata, Addr: addr, APIKey: key, Sent: sent, BrokerAt: at})
 }
 
 func (e *eventEmitter) OnMisroute(addr, expected, got string) {
-	e.cfg.emit(Event{Kind: EventMisroute, Addr: addr, From: expected, To: got})
+	e.emit(Event{Kind: EventMisroute, Addr: addr, From: expected, To: got})
 }
 
-func (e *eventEmitter) OnAdopted(addr, from, to string) {
-	e.cfg.emit(Event{Kind: EventClusterChanged, Addr: addr, From: from, To: to})
-	e.cfg.emit(Event{Kind: EventStoreReset, Addr: addr, From: from, To: to})
+// tokenChange reports a change the store's owner made (under its lock,
+// in store order: it only queues).
+func (f *Factory) tokenChange(c tokens.Change) {
+	switch c.Kind {
+	case tokens.Advanced:
+		f.emitter.emit(Event{Kind: EventTokenAdvanced, Token: c.To, Addr: c.Addr})
+	case tokens.Healed:
+		f.emitter.emit(Event{Kind: EventTokenHealed, Token: c.To, Sent: c.From.Offset(), BrokerAt: c.To.Offset(), From: c.From.ClusterID(), To: c.To.ClusterID(), Addr: c.Addr})
+	case tokens.Moved:
+		f.emitter.emit(Event{Kind: EventClusterChanged, Addr: c.Addr, From: c.FromCluster, To: c.ToCluster})
+		if c.StoreReset {
+			f.emitter.emit(Event{Kind: EventStoreReset, Addr: c.Addr, From: c.FromCluster, To: c.ToCluster})
+		}
+	case tokens.Conflict:
+		f.emitter.emit(Event{Kind: EventStoreConflict, Token: c.From, From: c.FromCluster, To: c.ToCluster,
+			Err: fmt.Errorf("%w: the consistency store holds token %v, which this factory never stored, while its brokers belong to cluster %q: another factory or process shares the store across two clusters; give each cluster a store of its own", consistency.ErrClusterMismatch, c.From, c.ToCluster)})
+	}
 }
 
-// clusterEvent reports what the cluster watcher found (the session has
-// counted it in Stats).
+// clusterEvent reports what the cluster watcher found (a move, and the
+// store's reset, the store's owner reported: see tokenChange).
 func (f *Factory) clusterEvent(ev cluster.Event) {
 	if ev.AuthFailure != nil {
-		// The watcher has logged it: tell the observer only.
-		if o := f.base.observer; o != nil {
-			o.OnEvent(Event{Kind: EventAuthFailed, Err: ev.AuthFailure})
-		}
+		f.emitter.emit(Event{Kind: EventAuthFailed, Err: ev.AuthFailure})
 		return
 	}
 	if ev.Rebootstrapped {
-		f.base.emit(Event{Kind: EventRebootstrap, From: ev.From, To: ev.To})
-	}
-	if ev.Changed {
-		f.base.emit(Event{Kind: EventClusterChanged, From: ev.From, To: ev.To})
-	}
-	if ev.StoreReset {
-		f.base.emit(Event{Kind: EventStoreReset, From: ev.From, To: ev.To})
+		f.emitter.emit(Event{Kind: EventRebootstrap, From: ev.From, To: ev.To})
 	}
 }
 
 // consistencyOff reports that the emulation turned itself off.
 func (f *Factory) consistencyOff(reason error) {
-	if o := f.base.observer; o != nil {
-		o.OnEvent(Event{Kind: EventConsistencyOff, Err: reason})
-	}
+	f.emitter.emit(Event{Kind: EventConsistencyOff, Err: reason})
 }
 
 // Stats are counters summed over every client of a factory.

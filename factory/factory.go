@@ -38,6 +38,12 @@ type Factory struct {
 	// s holds the runtime state: store, cluster watcher, emulator,
 	// shared producer clients, life (see internal/session).
 	s *session.Session
+	// events is the factory's one event stream (see Observer); emitter
+	// queues the factory's own events on it. A factory from WithToken
+	// shares its parent's and does not close it.
+	events     *events
+	emitter    *eventEmitter
+	ownsEvents bool
 	// closeOnce starts the session's Close once; closed is closed when
 	// it returned.
 	closeOnce sync.Once
@@ -57,7 +63,8 @@ func New(opts ...Opt) (*Factory, error) {
 	if store == nil {
 		store = consistency.NewMemoryStore()
 	}
-	f := &Factory{base: cfg}
+	f := &Factory{base: cfg, events: newEvents(), ownsEvents: true}
+	f.emitter = &eventEmitter{observer: cfg.observer, logger: cfg.logger, stream: f.events}
 	var err error
 	f.s, err = session.New(session.Config{
 		Store:            store,
@@ -68,11 +75,12 @@ func New(opts ...Opt) (*Factory, error) {
 		Logger:           cfg.logger,
 		OnClusterEvent:   f.clusterEvent,
 		OnConsistencyOff: f.consistencyOff,
-		OnTokenHealed:    f.healed,
+		OnTokenChange:    f.tokenChange,
 		ErrClosed:        ErrClosed,
 		ErrConfig:        ErrConfig,
 	})
 	if err != nil {
+		f.events.Close()
 		return nil, err
 	}
 	return f, nil
@@ -92,6 +100,9 @@ func (f *Factory) Close(ctx context.Context) error {
 		go func() {
 			defer close(f.closed)
 			f.s.Close()
+			if f.ownsEvents {
+				f.events.Close() // delivers what is queued
+			}
 		}()
 	})
 	select {

@@ -227,9 +227,16 @@ func TestObserverAndLoggerGetEvents(t *testing.T) {
 		mu.Unlock()
 	})))
 	require.NoError(t, err)
-	f.s.Watcher().OnEvent(cluster.Event{Rebootstrapped: true, From: "a", To: "b", StoreReset: true})
+	defer f.Close(context.Background())
+	// The store's owner and the watcher report through one stream, in
+	// the order things happened.
+	_, err = f.s.Tokens().Answered("x", consistency.MustOf("a", 3), nil)
+	require.NoError(t, err)
+	f.s.Tokens().Moved("", "a", "b", true)
+	f.s.Watcher().OnEvent(cluster.Event{Rebootstrapped: true, From: "a", To: "b", Changed: true, StoreReset: true})
+	f.events.Flush()
 	mu.Lock()
-	require.Equal(t, []EventKind{EventRebootstrap, EventStoreReset}, got)
+	require.Equal(t, []EventKind{EventTokenAdvanced, EventClusterChanged, EventStoreReset, EventRebootstrap}, got)
 	mu.Unlock()
 	require.Equal(t, uint64(1), f.Stats().StoreResets)
 	require.Equal(t, "store-reset", EventStoreReset.String())

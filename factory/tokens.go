@@ -96,7 +96,7 @@ func (f *Factory) Accept(ctx context.Context, tok consistency.Token) (consistenc
 	if err := f.CheckToken(ctx, tok); err != nil {
 		return f.Token(), err
 	}
-	return f.s.Store().Advance(tok)
+	return f.s.Tokens().Hand(tok)
 }
 
 // WithToken checks tok (see CheckToken) and returns a factory for the work
@@ -113,7 +113,7 @@ func (f *Factory) WithToken(ctx context.Context, tok consistency.Token) (*Factor
 	if err != nil {
 		return nil, err
 	}
-	return &Factory{base: f.base, s: s}, nil
+	return &Factory{base: f.base, s: s, events: f.events, emitter: f.emitter}, nil
 }
 
 func (f *Factory) logger() *slog.Logger {
@@ -121,16 +121,4 @@ func (f *Factory) logger() *slog.Logger {
 		return f.base.logger
 	}
 	return slog.New(slog.DiscardHandler)
-}
-
-// healed reports a store lowered to the committed offset.
-func (f *Factory) healed(from, to consistency.Token) {
-	msg := "consistency token was beyond the cluster's committed metadata offset; lowered to it"
-	if from.ClusterID() != to.ClusterID() {
-		msg = "consistency token named another cluster than the bootstrap servers'; replaced by a token of theirs"
-	}
-	f.logger().Warn(msg, "from", from.String(), "to", to.String())
-	if o := f.base.observer; o != nil {
-		o.OnEvent(Event{Kind: EventTokenHealed, Token: to, Sent: from.Offset(), BrokerAt: to.Offset()})
-	}
 }

@@ -241,7 +241,9 @@ func firstSeed[T any](ctx context.Context, f *Factory, ask func(context.Context,
 // A token the factory does not hold already (of another cluster, or
 // beyond its own) is first checked: one of another cluster or beyond the
 // cluster's committed metadata offset is refused at once with a
-// *TokenError (see CheckToken). With
+// *TokenError (see CheckToken). So is the factory's own token when it
+// names another cluster than the bootstrap servers' (a store shared
+// across clusters, or a foreign token not healed yet). With
 // an Unknown tok and no token of its own the factory has nothing to wait
 // for, except the topics of WaitTopics.
 //
@@ -264,6 +266,18 @@ func (f *Factory) WaitApplied(ctx context.Context, tok consistency.Token, opts .
 	}
 	if tok.IsUnknown() {
 		tok = f.Token()
+	}
+	// A token of another cluster than the bootstrap servers' is refused,
+	// as CheckToken refuses it, whether given or the store's: no broker of
+	// theirs will ever apply it.
+	if !tok.IsUnknown() && f.s.Watcher().Cluster() != tok.ClusterID() {
+		cluster, err := f.s.AskCluster(ctx)
+		if err != nil {
+			return fmt.Errorf("factory: checking token %v: %w", tok, err)
+		}
+		if cluster != tok.ClusterID() {
+			return &TokenError{Token: tok, Cluster: cluster, Committed: -1}
+		}
 	}
 	// Each broker is asked through clients whose only bootstrap server it
 	// is, so that no question waits for another broker, nor for the

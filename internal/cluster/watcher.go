@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/tokens"
 )
 
 // Event is something a Watcher observed.
@@ -73,11 +73,13 @@ func SeedProbe(newClient func() (*kgo.Client, error)) Probe {
 // Watcher keeps the cluster id a factory's clients talk to. One Watcher
 // serves every client of a factory, since they share one store.
 type Watcher struct {
-	Store   consistency.Store
+	// Tokens owns the store the clients share: a move resets it, and is
+	// reported, through Tokens.Moved. May be nil (no store).
+	Tokens  *tokens.Owner
 	OnEvent func(Event)
 	// OnForeignStore, when not nil, is called (on the watcher's goroutine)
 	// when a check found the bootstrap servers naming the cluster it
-	// knows, or its first one, while an unpinned Store holds a token of
+	// knows, or its first one, while an unpinned store holds a token of
 	// another cluster: no cluster change, a foreign token to replace.
 	OnForeignStore func()
 	// Probe asks the bootstrap servers for their cluster id. Required.
@@ -500,8 +502,9 @@ func (w *Watcher) check(rebootstrapped bool) {
 			ev.Changed = true
 			// A pinned factory never follows the change, so its tokens
 			// stay valid; otherwise they mean nothing on the new cluster.
-			if w.Pin == "" && w.Store != nil && resetUnless(w.Store, now) {
-				ev.StoreReset = true
+			// The owner reports the move (once, whoever saw it first).
+			if w.Tokens != nil {
+				ev.StoreReset = w.Tokens.Moved("", before, now, w.Pin == "")
 			}
 		}
 	}
@@ -512,8 +515,8 @@ func (w *Watcher) check(rebootstrapped bool) {
 		}
 	}
 	foreign := false
-	if !ev.Changed && now != "" && w.Pin == "" && w.Store != nil {
-		c := w.Store.Load().ClusterID()
+	if !ev.Changed && now != "" && w.Pin == "" && w.Tokens != nil {
+		c := w.Tokens.Load().ClusterID()
 		foreign = c != "" && c != now
 	}
 	w.mu.Unlock()
@@ -528,21 +531,5 @@ func (w *Watcher) check(rebootstrapped bool) {
 	}
 	for _, fn := range subs {
 		fn()
-	}
-}
-
-// resetUnless makes store Unknown unless it is Unknown already or holds a
-// context of cluster keep, and reports whether it did. The check and the
-// reset are one atomic step: a connection may have stored a token of the
-// new cluster meanwhile, which a plain Reset would wipe.
-func resetUnless(store consistency.Store, keep string) bool {
-	for {
-		cur := store.Load()
-		if cur.IsUnknown() || cur.ClusterID() == keep {
-			return false
-		}
-		if store.CompareAndSwap(cur, consistency.Unknown()) {
-			return true
-		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/tokens"
 )
 
 // fakeProbe answers with whatever cluster is set, counting calls.
@@ -46,7 +47,7 @@ func TestWatcherDetectsChangeAndResetsStore(t *testing.T) {
 	p := &fakeProbe{cluster: "a"}
 	var events []Event
 	var mu sync.Mutex
-	w := &Watcher{Store: store, Probe: p.probe, OnEvent: func(ev Event) {
+	w := &Watcher{Tokens: tokens.New(store, nil), Probe: p.probe, OnEvent: func(ev Event) {
 		mu.Lock()
 		events = append(events, ev)
 		mu.Unlock()
@@ -76,7 +77,7 @@ func TestWatcherPinnedKeepsStore(t *testing.T) {
 	store := consistency.NewMemoryStore()
 	_, _ = store.Advance(consistency.MustOf("a", 7))
 	p := &fakeProbe{cluster: "b"}
-	w := &Watcher{Store: store, Probe: p.probe, Pin: "a"}
+	w := &Watcher{Tokens: tokens.New(store, nil), Probe: p.probe, Pin: "a"}
 	defer w.Close()
 	w.Check(true)
 	require.Equal(t, uint64(1), w.Settle(context.Background()), "pinned to a, the seeds name b: a change")
@@ -196,7 +197,7 @@ func TestWatcherForeignStoreIsNoChange(t *testing.T) {
 		p := &fakeProbe{cluster: "a"}
 		var events []Event
 		foreign := 0
-		w := &Watcher{Store: store, Probe: p.probe, Pin: pin,
+		w := &Watcher{Tokens: tokens.New(store, nil), Probe: p.probe, Pin: pin,
 			OnEvent:        func(ev Event) { events = append(events, ev) },
 			OnForeignStore: func() { foreign++ }}
 		ctx := context.Background()

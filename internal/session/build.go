@@ -15,6 +15,7 @@ import (
 
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/internal/cluster"
+	"github.com/kconsist/kconsist/internal/tokens"
 	"github.com/kconsist/kconsist/internal/wire"
 	"github.com/kconsist/kconsist/rebootstrap"
 )
@@ -76,13 +77,12 @@ type Build struct {
 }
 
 // Observer hears what the connections of one client saw, for the
-// factory's events. It is called on the client's network path: it must
-// not block. The session does its own bookkeeping first.
+// factory's events. It is called on the client's network path (advances
+// under the store owner's lock): it must only queue. The session does its
+// own bookkeeping first. Moves and heals are the store owner's to report
+// (Config.OnTokenChange).
 type Observer interface {
 	wire.Observer
-	// OnAdopted: a bootstrap server answered for cluster to; the store,
-	// which held cluster from, was reset and follows to.
-	OnAdopted(addr, from, to string)
 }
 
 // Client returns a client made from b, for a user. After Close it returns
@@ -119,8 +119,12 @@ func (s *Session) newKgo(b Build, store consistency.Store, shared bool) (*kgo.Cl
 	if err != nil {
 		return nil, err
 	}
+	owner := s.tokens
+	if store != s.store {
+		owner = tokens.New(store, nil) // the session's own clients: nothing to report
+	}
 	wcfg := wire.Config{
-		Store: store,
+		Tokens: owner,
 		// No timeout of its own: the interceptor bounds the whole dial.
 		Dial:                     cluster.Dialer(b.Resolver, (&net.Dialer{}).DialContext),
 		TLS:                      tlsCfg,

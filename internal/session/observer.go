@@ -72,22 +72,20 @@ func (w *observer) OnMisroute(addr, expected, got string) {
 // the store (the old cluster's offsets mean nothing there), while any other
 // address answering for another cluster stays a misroute. A store whose
 // cluster the watcher never found behind the bootstrap servers (it knows
-// none yet, or knows the answer's) held a foreign token, given to a fresh
-// factory: that is no move, and the token is replaced as a heal.
+// none yet, or knows the answer's) may hold a foreign token, given to a
+// fresh factory: that is no move, and the token is replaced as a heal.
+// The store's owner has the last word (tokens.Owner.Judge): a token it
+// learnt from its own brokers makes it a move whatever the watcher knows
+// yet, and one another writer put in a store shared across clusters a
+// misroute.
 func (s *Session) adopt(b Build) func(addr, cluster string) wire.Adoption {
 	seeds := seedSet(b.Seeds)
-	o := b.Observer
 	return func(addr, cluster string) wire.Adoption {
 		if !seeds[normalAddr(addr)] {
 			return wire.AdoptNone
 		}
 		if known := s.watcher.Cluster(); known == "" || known == cluster {
 			return wire.AdoptForeign
-		}
-		from := s.store.Load().ClusterID()
-		s.stats.storeResets.Add(1)
-		if o != nil {
-			o.OnAdopted(addr, from, cluster)
 		}
 		return wire.AdoptMove
 	}
@@ -123,7 +121,11 @@ type Stats struct {
 }
 
 // Stats returns the counters of every client the session made.
-func (s *Session) Stats() Stats { return s.stats.snapshot() }
+func (s *Session) Stats() Stats {
+	st := s.stats.snapshot()
+	st.StoreResets = s.tokens.Stats().Resets
+	return st
+}
 
 // wireStats sums the counters of the interceptors of live clients, plus
 // those of closed clients, folded into closed when they close.
@@ -132,7 +134,6 @@ type wireStats struct {
 	interceptors map[*wire.Interceptor]struct{}
 	closed       wire.Stats
 	rebootstraps atomic.Uint64
-	storeResets  atomic.Uint64
 }
 
 func (s *wireStats) add(i *wire.Interceptor) {
@@ -175,6 +176,5 @@ func (s *wireStats) snapshot() Stats {
 		Misroutes:            sum.Misroutes,
 		InconsistentMetadata: sum.InconsistentMetadata,
 		Rebootstraps:         s.rebootstraps.Load(),
-		StoreResets:          s.storeResets.Load(),
 	}
 }

@@ -277,10 +277,3 @@ func (s *Session) replaces(cluster string) bool {
 	known := s.watcher.Cluster()
 	return known == "" || known == cluster
 }
-
-// healed reports a store lowered to the committed offset.
-func (s *Session) healed(from, to consistency.Token) {
-	if s.cfg.OnTokenHealed != nil {
-		s.cfg.OnTokenHealed(from, to)
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/internal/cluster"
 	"github.com/kconsist/kconsist/internal/link"
+	"github.com/kconsist/kconsist/internal/tokens"
 	"github.com/kconsist/kconsist/internal/wire"
 )
 
@@ -30,14 +31,14 @@ type Config struct {
 	// Logger gets the watcher's and the emulator's logs. May be nil.
 	Logger *slog.Logger
 
-	// OnClusterEvent hears what the watcher found (the session has
-	// counted store resets already); OnConsistencyOff that the emulation
-	// turned itself off; OnTokenHealed that the store was lowered to the
-	// cluster's committed offset. Each may be nil. OnClusterEvent runs on
-	// the watcher's goroutine, which Close waits for.
+	// OnClusterEvent hears what the watcher found; OnConsistencyOff that
+	// the emulation turned itself off; OnTokenChange every change the
+	// store's owner made (tokens.Owner), in store order, under its lock:
+	// it must only queue. Each may be nil. OnClusterEvent runs on the
+	// watcher's goroutine, which Close waits for.
 	OnClusterEvent   func(cluster.Event)
 	OnConsistencyOff func(reason error)
-	OnTokenHealed    func(from, to consistency.Token)
+	OnTokenChange    func(tokens.Change)
 
 	// ErrClosed is returned by every constructor once the session is
 	// closed; ErrConfig is wrapped around franz-go's refusal of a client's
@@ -50,6 +51,9 @@ type Config struct {
 type Session struct {
 	cfg   Config
 	store consistency.Store
+	// tokens is the one writer of store (see package tokens); a child's
+	// shares its parent's lock, reports and knowledge.
+	tokens *tokens.Owner
 
 	watcher *cluster.Watcher
 	// emu makes tokens from KRaft offsets; oracle asks the cluster for
@@ -87,14 +91,14 @@ type Session struct {
 // New returns the session of a new factory. Nothing runs until the first
 // client is made.
 func New(cfg Config) (*Session, error) {
-	s := &Session{cfg: cfg, store: cfg.Store}
+	s := &Session{cfg: cfg, store: cfg.Store, tokens: tokens.New(cfg.Store, cfg.OnTokenChange)}
 	if !cfg.NoTokens {
 		s.oracle = &oracle{s: s}
-		s.healer = wire.NewHealer(wire.HealerConfig{Store: s.store, Oracle: s.oracle, OnHealed: s.healed, Logger: KgoLogger(cfg.Logger), Replace: s.replaces})
+		s.healer = wire.NewHealer(wire.HealerConfig{Tokens: s.tokens, Oracle: s.oracle, Logger: KgoLogger(cfg.Logger), Replace: s.replaces})
 	}
 	if cfg.Emulate && !cfg.NoTokens {
 		emu, err := wire.NewEmulator(wire.EmulationConfig{
-			Store:  s.store,
+			Tokens: s.tokens,
 			Oracle: s.oracle,
 			Healer: s.healer,
 			Force:  cfg.ForceEmulation,
@@ -110,7 +114,7 @@ func New(cfg Config) (*Session, error) {
 		}
 		s.emu = emu
 	}
-	s.watcher = &cluster.Watcher{Store: s.store, OnEvent: s.clusterEvent, Pin: cfg.Base.Pin, Logger: cfg.Logger}
+	s.watcher = &cluster.Watcher{Tokens: s.tokens, OnEvent: s.clusterEvent, Pin: cfg.Base.Pin, Logger: cfg.Logger}
 	if s.healer != nil {
 		s.watcher.OnForeignStore = s.healer.Check
 	}
@@ -131,9 +135,11 @@ func (s *Session) Child(tok consistency.Token) (*Session, error) {
 	if s.closed {
 		return nil, s.cfg.ErrClosed
 	}
+	handed := consistency.NewHandedStore(s.store, tok)
 	c := &Session{
 		cfg:     s.cfg,
-		store:   consistency.NewHandedStore(s.store, tok),
+		store:   handed,
+		tokens:  s.tokens.Handed(handed),
 		watcher: s.watcher,
 		emu:     s.emu,
 		oracle:  s.oracle,
@@ -175,17 +181,19 @@ func (s *Session) Close() {
 	}
 }
 
-// Store returns the store the session's clients share.
+// Store returns the store the session's clients share, for reading.
+// Change it through Tokens.
 func (s *Session) Store() consistency.Store { return s.store }
+
+// Tokens returns the owner of the store: every change goes through it.
+func (s *Session) Tokens() *tokens.Owner { return s.tokens }
 
 // Watcher returns the cluster watcher the session's clients follow.
 func (s *Session) Watcher() *cluster.Watcher { return s.watcher }
 
-// clusterEvent counts what the watcher found and passes it on.
+// clusterEvent passes on what the watcher found (a move, and the reset
+// of the store, the store's owner reported).
 func (s *Session) clusterEvent(ev cluster.Event) {
-	if ev.StoreReset {
-		s.stats.storeResets.Add(1)
-	}
 	if s.cfg.OnClusterEvent != nil {
 		s.cfg.OnClusterEvent(ev)
 	}

@@ -61,14 +61,21 @@
 //     committed offset, on a goroutine of its own (heal.go). The Emulator,
 //     the session and each connection's held-request timer (held.go) ask
 //     it; none waits for it.
+//   - None of them writes the store: every change (an answer's token, an
+//     emulated commit, a heal, a foreign token replaced, a move) is a call
+//     to the factory's tokens.Owner, a compare-and-swap from the value the
+//     caller judged, which reports it in store order.
 //
 // # Locks
 //
 // No lock is held across a call into another type, a question to the
 // cluster, a socket read or write, or a callback (Observer, Relocator,
-// OnHealed, OnOff), with one exception: question.mu is held while the
-// asker's mu is taken to start a flight. So the order is question.mu, then
-// asker.mu; every other mutex (Emulator.mu for its broker table,
+// OnOff), with two exceptions: question.mu is held while the
+// asker's mu is taken to start a flight, and the store owner's lock
+// (tokens.Owner) is held while it calls the connection's Observer
+// OnTokenAdvanced, which only queues an event. So the orders are
+// question.mu, then asker.mu; the owner's lock, then the event stream's;
+// every other mutex (Emulator.mu for its broker table,
 // brokerView.mu, Healer.mu, refusals.mu, relocation.mu) is a leaf. A
 // connection's held-request watch (held.go) takes none: atomics and one
 // timer. The hot path of a

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/tokens"
 )
 
 // Tokens on brokers that send none.
@@ -82,14 +83,17 @@ type Oracle interface {
 
 // EmulationConfig configures an [Emulator].
 type EmulationConfig struct {
-	// Store is the store the tokens go to: the one every Interceptor that
-	// uses the Emulator stamps from. Required.
+	// Tokens owns the store the tokens go to: the one every Interceptor
+	// that uses the Emulator stamps from. Required, unless Store is set
+	// (tests): then an owner of Store that reports to nobody.
+	Tokens *tokens.Owner
+	// Store is the store when Tokens is nil.
 	Store consistency.Store
 	// Oracle asks the cluster. Required.
 	Oracle Oracle
 	// Healer checks the store against the committed offset when a broker
-	// does not catch up. Nil: the Emulator makes one of its own on Store
-	// and Oracle, reporting to OnHealed, and closes it with itself.
+	// does not catch up. Nil: the Emulator makes one of its own on Tokens
+	// and Oracle, and closes it with itself.
 	Healer *Healer
 	// MaxWait bounds how long a request waits for its broker to catch up
 	// before it fails with an *InconsistentMetadataError (Produce and
@@ -114,9 +118,6 @@ type EmulationConfig struct {
 	// the cluster cannot support it (DescribeQuorum refused, no
 	// FinalizedFeaturesEpoch). May be nil.
 	OnOff func(reason error)
-	// OnHealed is told when the Emulator's own Healer lowered the store
-	// (see Healer). Unused with Healer set. May be nil.
-	OnHealed func(from, to consistency.Token)
 }
 
 // ErrEmulationUnsupported wraps the reason an [Emulator] turned itself off.
@@ -195,9 +196,13 @@ const maxViews = 4096
 
 // NewEmulator returns an Emulator for cfg.
 func NewEmulator(cfg EmulationConfig) (*Emulator, error) {
-	if cfg.Store == nil || cfg.Oracle == nil {
-		return nil, errors.New("wire: EmulationConfig needs a Store and an Oracle")
+	if (cfg.Tokens == nil && cfg.Store == nil) || cfg.Oracle == nil {
+		return nil, errors.New("wire: EmulationConfig needs Tokens (or a Store) and an Oracle")
 	}
+	if cfg.Tokens == nil {
+		cfg.Tokens = tokens.New(cfg.Store, nil)
+	}
+	cfg.Store = cfg.Tokens.Store()
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 10 * time.Second
 	}
@@ -209,7 +214,7 @@ func NewEmulator(cfg EmulationConfig) (*Emulator, error) {
 	}
 	e := &Emulator{cfg: cfg, brokers: make(map[viewKey]*brokerView), ask: newAsker(cfg.AskTimeout), healer: cfg.Healer}
 	if e.healer == nil {
-		e.healer = NewHealer(HealerConfig{Store: cfg.Store, Oracle: cfg.Oracle, OnHealed: cfg.OnHealed, Logger: cfg.Logger, Timeout: cfg.AskTimeout})
+		e.healer = NewHealer(HealerConfig{Tokens: cfg.Tokens, Oracle: cfg.Oracle, Logger: cfg.Logger, Timeout: cfg.AskTimeout})
 		e.ownHeal = true
 	}
 	e.committed.run = e.learnCommitted
@@ -517,13 +522,12 @@ func (e *Emulator) learnCommitted(ctx context.Context) {
 		return
 	}
 	e.learnt.Add(1)
-	e.healer.noteCommitted(c)
 	e.verified.Store(true)
 	e.advance(c)
 }
 
 func (e *Emulator) advance(c consistency.Token) {
-	if _, err := e.cfg.Store.Advance(c); err != nil {
+	if _, err := e.cfg.Tokens.Committed(c); err != nil {
 		// Another cluster's token: the rebootstrap machinery decides.
 		e.log(kgo.LogLevelDebug, "emulated token not stored", "token", c.String(), "err", err)
 	}

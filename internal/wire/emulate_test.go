@@ -232,12 +232,12 @@ func TestEmulatorHungQuestions(t *testing.T) {
 func TestEmulatorHeals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := &scriptedOracle{applied: map[string]int64{"b1": 40}, committed: consistency.MustOf("c", 40)}
-		var healed [][2]consistency.Token
+		var healed *heals
 		logs := &warnings{}
 		e, store, _ := newTestEmulator(t, o, func(c *EmulationConfig) {
 			c.MaxWait = 5 * time.Second
 			c.Logger = logs
-			c.OnHealed = func(from, to consistency.Token) { healed = append(healed, [2]consistency.Token{from, to}) }
+			c.Tokens, healed = healLog(c.Store)
 		})
 		forged := consistency.MustOf("c", 100)
 		_, err := store.Advance(forged)
@@ -249,9 +249,9 @@ func TestEmulatorHeals(t *testing.T) {
 		// runs during the next pause.
 		require.Equal(t, 313*time.Millisecond, time.Since(start))
 		synctest.Wait() // the Healer's goroutine has returned
-		require.Equal(t, [][2]consistency.Token{{forged, consistency.MustOf("c", 40)}}, healed)
+		require.Equal(t, [][2]consistency.Token{{forged, consistency.MustOf("c", 40)}}, healed.get())
 		require.Equal(t, consistency.MustOf("c", 40), store.Load())
-		require.Empty(t, logs.msgs, "OnHealed reports a heal: the wire layer warns nothing of its own")
+		require.Empty(t, logs.msgs, "the store's owner reports a heal: the wire layer warns nothing of its own")
 	})
 }
 

@@ -3,12 +3,12 @@ package wire
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/tokens"
 )
 
 // Healing a store beyond its cluster.
@@ -29,21 +29,23 @@ import (
 // found an unpinned store holding a token of another cluster than the
 // bootstrap servers'. A connection that reads a bootstrap server's answer
 // for its own cluster while the store holds such a token replaces it
-// itself with the answer's token (AdoptForeign), reported through
-// OnHealed as a heal too. All only ask: the check runs on
+// itself with the answer's token (AdoptForeign). Every change goes
+// through the factory's tokens.Owner, which reports it (tokens.Healed) in
+// store order. All only ask: the check runs on
 // the Healer's goroutine, at most once per HealerConfig.Every, and nobody
 // waits for it. None of it waits for a broker to answer the held request:
 // a broker may hold it for as long as its request timeout.
 
 // HealerConfig configures a [Healer].
 type HealerConfig struct {
-	// Store is the store to check and lower. Required.
+	// Tokens owns the store to check and lower, and reports a heal.
+	// Required, unless Store is set (tests): then an owner of Store that
+	// reports to nobody.
+	Tokens *tokens.Owner
+	// Store is the store to check when Tokens is nil.
 	Store consistency.Store
 	// Oracle asks the cluster for its committed offset. Required.
 	Oracle Oracle
-	// OnHealed is told when the store was lowered; it does the reporting
-	// (one warning, one event). May be nil.
-	OnHealed func(from, to consistency.Token)
 	// Logger gets debug logs of failed checks. May be nil.
 	Logger kgo.Logger
 	// Every is the least time between two checks; zero or less means 1s.
@@ -71,22 +73,10 @@ type Healer struct {
 	last    time.Time // when the last check started
 	wg      sync.WaitGroup
 
-	// known is the highest offset its cluster is known to have committed
-	// (nil: none yet): the committed offset it last reported, raised by
-	// the tokens its brokers' answers carried (a broker applies only what
-	// was committed). A held token at or below it, of its cluster, is
-	// checked only once requests carrying it were held coveredHeld in all.
-	known atomic.Pointer[knownCommitted]
 	// Guarded by mu: the covered token requests are held for, and for how
 	// many watch periods (healAfter) they were held in all.
 	heldTok   consistency.Token
 	heldTicks int
-}
-
-// knownCommitted is an offset a cluster is known to have committed.
-type knownCommitted struct {
-	cluster string
-	offset  atomic.Int64
 }
 
 // coveredHeld is how long, summed over connections, requests carrying a
@@ -107,6 +97,9 @@ func NewHealer(cfg HealerConfig) *Healer {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
+	if cfg.Tokens == nil {
+		cfg.Tokens = tokens.New(cfg.Store, nil)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Healer{cfg: cfg, ctx: ctx, cancel: cancel}
 }
@@ -124,17 +117,12 @@ func (h *Healer) Check() {
 	h.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.Timeout)
 		defer cancel()
-		from, to, healed, err := h.heal(ctx)
+		err := h.heal(ctx)
 		h.mu.Lock()
 		h.running = false
 		h.mu.Unlock()
-		switch {
-		case err != nil:
-			if l := h.cfg.Logger; l != nil && l.Level() >= kgo.LogLevelDebug {
-				l.Log(kgo.LogLevelDebug, "checking the consistency token against the committed offset failed", "err", err)
-			}
-		case healed && h.cfg.OnHealed != nil:
-			h.cfg.OnHealed(from, to)
+		if l := h.cfg.Logger; err != nil && l != nil && l.Level() >= kgo.LogLevelDebug {
+			l.Log(kgo.LogLevelDebug, "checking the consistency token against the committed offset failed", "err", err)
 		}
 	})
 }
@@ -146,11 +134,11 @@ func (h *Healer) Check() {
 // have committed, only once such requests were held coveredHeld in all.
 // It never waits.
 func (h *Healer) Held() {
-	cur := h.cfg.Store.Load()
+	cur := h.cfg.Tokens.Load()
 	if cur.IsUnknown() {
 		return
 	}
-	if !h.covered(cur) {
+	if !h.cfg.Tokens.Covered(cur) {
 		h.Check()
 		return
 	}
@@ -169,50 +157,6 @@ func (h *Healer) Held() {
 	}
 }
 
-// covered reports whether cur's cluster is known to have committed it.
-func (h *Healer) covered(cur consistency.Token) bool {
-	k := h.known.Load()
-	return k != nil && k.cluster == cur.ClusterID() && cur.Offset() <= k.offset.Load()
-}
-
-// replaced reports a store whose token of another cluster a connection
-// replaced by an answer's token (AdoptForeign), as a heal.
-func (h *Healer) replaced(from, to consistency.Token) {
-	if h.cfg.OnHealed != nil {
-		h.cfg.OnHealed(from, to)
-	}
-}
-
-// noteCommitted records the committed offset the cluster reported.
-func (h *Healer) noteCommitted(c consistency.Token) {
-	k := &knownCommitted{cluster: c.ClusterID()}
-	k.offset.Store(c.Offset())
-	h.known.Store(k)
-}
-
-// noteApplied records an offset a broker of cluster answered it applied,
-// and so was committed. It allocates only when the cluster is not the
-// one known.
-func (h *Healer) noteApplied(cluster []byte, offset int64) {
-	k := h.known.Load()
-	if k == nil || k.cluster != string(cluster) {
-		n := &knownCommitted{cluster: string(cluster)}
-		n.offset.Store(offset)
-		if h.known.CompareAndSwap(k, n) {
-			return
-		}
-		if k = h.known.Load(); k == nil || k.cluster != string(cluster) {
-			return // another cluster's report won; it is not lowered
-		}
-	}
-	for {
-		o := k.offset.Load()
-		if offset <= o || k.offset.CompareAndSwap(o, offset) {
-			return
-		}
-	}
-}
-
 // Close ends a check under way and waits for it; later Checks do nothing.
 func (h *Healer) Close() {
 	h.mu.Lock()
@@ -224,31 +168,25 @@ func (h *Healer) Close() {
 
 // heal checks the store against the cluster's committed metadata offset
 // and, when it holds a token of that cluster beyond it, or a token of
-// another cluster that Replace allows to replace, swaps it for the
-// committed offset. It reports the token it replaced and the one it
-// stored; healed is false when the store was sound (or changed meanwhile).
+// another cluster that Replace allows and the owner judges foreign, has
+// the owner swap it for the committed offset (tokens.Owner.Heal, which
+// reports it). The token is loaded before the question: one a write put
+// in the store while the question was in flight is never judged.
 // Committed names the cluster its offset is of (one cluster, see Oracle),
 // so the store never moves to another cluster's offset under its own id.
-func (h *Healer) heal(ctx context.Context) (from, to consistency.Token, healed bool, err error) {
-	store := h.cfg.Store
+func (h *Healer) heal(ctx context.Context) error {
+	judged := h.cfg.Tokens.Load()
+	if judged.IsUnknown() {
+		return nil
+	}
 	committed, err := h.cfg.Oracle.Committed(ctx)
 	if err != nil {
-		return consistency.Token{}, consistency.Token{}, false, err
+		return err
 	}
-	h.noteCommitted(committed)
-	cur := store.Load()
-	switch {
-	case cur.IsUnknown():
-		return cur, cur, false, nil
-	case cur.ClusterID() != committed.ClusterID():
-		if h.cfg.Replace == nil || !h.cfg.Replace(committed.ClusterID()) {
-			return cur, cur, false, nil
-		}
-	case cur.Offset() <= committed.Offset():
-		return cur, cur, false, nil
+	h.cfg.Tokens.Reported(committed)
+	if judged.ClusterID() != committed.ClusterID() && (h.cfg.Replace == nil || !h.cfg.Replace(committed.ClusterID())) {
+		return nil
 	}
-	if !store.CompareAndSwap(cur, committed) {
-		return cur, store.Load(), false, nil
-	}
-	return cur, committed, true, nil
+	h.cfg.Tokens.Heal(judged, committed)
+	return nil
 }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,17 +19,15 @@ func TestHealerChecks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := &scriptedOracle{committed: consistency.MustOf("c", 40)}
 		store := knownStore(t, "c", 100)
-		var healed [][2]consistency.Token
-		h := NewHealer(HealerConfig{Store: store, Oracle: o, OnHealed: func(from, to consistency.Token) {
-			healed = append(healed, [2]consistency.Token{from, to})
-		}})
+		owner, healed := healLog(store)
+		h := NewHealer(HealerConfig{Tokens: owner, Oracle: o})
 		defer h.Close()
 
 		h.Check()
 		h.Check() // one runs, or ran less than Every ago
 		synctest.Wait()
 		require.EqualValues(t, 1, o.quorum.Load())
-		require.Equal(t, [][2]consistency.Token{{consistency.MustOf("c", 100), consistency.MustOf("c", 40)}}, healed)
+		require.Equal(t, [][2]consistency.Token{{consistency.MustOf("c", 100), consistency.MustOf("c", 40)}}, healed.get())
 		require.Equal(t, consistency.MustOf("c", 40), store.Load())
 
 		time.Sleep(time.Second - time.Nanosecond)
@@ -40,7 +39,7 @@ func TestHealerChecks(t *testing.T) {
 		h.Check()
 		synctest.Wait()
 		require.EqualValues(t, 2, o.quorum.Load())
-		require.Len(t, healed, 1, "a store of another cluster is not lowered")
+		require.Len(t, healed.get(), 1, "a store of another cluster is not lowered")
 		require.Equal(t, consistency.MustOf("c", 40), store.Load())
 
 		time.Sleep(time.Second)
@@ -53,5 +52,42 @@ func TestHealerChecks(t *testing.T) {
 		h.Check() // closed: nothing runs
 		synctest.Wait()
 		require.EqualValues(t, 3, o.quorum.Load())
+	})
+}
+
+// inFlightOracle answers DescribeQuorum with committed, after during has
+// run: what happens while the question is in flight.
+type inFlightOracle struct {
+	scriptedOracle
+	during func()
+}
+
+func (o *inFlightOracle) Committed(ctx context.Context) (consistency.Token, error) {
+	o.during()
+	return o.scriptedOracle.Committed(ctx)
+}
+
+// TestHealerKeepsWriteMadeWhileAsking: a write that commits and advances
+// the store while the check's DescribeQuorum is in flight is not taken for
+// a token beyond the cluster: the check judges the token it loaded before
+// asking, which the answer covers. (The Healer used to load the store
+// after the answer and lowered c@105 to c@100.)
+func TestHealerKeepsWriteMadeWhileAsking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := knownStore(t, "c", 100)
+		owner, healed := healLog(store)
+		o := &inFlightOracle{scriptedOracle: scriptedOracle{committed: consistency.MustOf("c", 100)}}
+		o.during = func() {
+			if _, err := owner.Answered("b1", consistency.MustOf("c", 105), nil); err != nil {
+				t.Error(err)
+			}
+		}
+		h := NewHealer(HealerConfig{Tokens: owner, Oracle: o})
+		defer h.Close()
+		h.Check()
+		synctest.Wait()
+		require.EqualValues(t, 1, o.quorum.Load())
+		require.Equal(t, consistency.MustOf("c", 105), store.Load(), "the write's token is kept")
+		require.Empty(t, healed.get())
 	})
 }

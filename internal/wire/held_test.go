@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/tokens"
 )
 
 // holdingBroker is the far end of a net.Pipe: it reads requests and
@@ -48,12 +49,10 @@ func TestHeldRequestHeals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := &scriptedOracle{committed: consistency.MustOf("c", 40)}
 		store := knownStore(t, "c", 30)
-		var healed [][2]consistency.Token
-		h := NewHealer(HealerConfig{Store: store, Oracle: o, OnHealed: func(from, to consistency.Token) {
-			healed = append(healed, [2]consistency.Token{from, to})
-		}})
+		owner, healed := healLog(store)
+		h := NewHealer(HealerConfig{Tokens: owner, Oracle: o})
 		defer h.Close()
-		i, err := New(Config{Store: store, Healer: h})
+		i, err := New(Config{Tokens: owner, Healer: h})
 		require.NoError(t, err)
 
 		// Answered within 10ms: nothing is asked.
@@ -79,7 +78,7 @@ func TestHeldRequestHeals(t *testing.T) {
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
 		require.EqualValues(t, 1, o.quorum.Load())
-		require.Empty(t, healed)
+		require.Empty(t, healed.get())
 		time.Sleep(coveredHeld - healAfter)
 		synctest.Wait()
 		require.EqualValues(t, 1, o.quorum.Load(), "a store the last report covers is not checked again at once")
@@ -89,7 +88,7 @@ func TestHeldRequestHeals(t *testing.T) {
 		time.Sleep(healAfter)
 		synctest.Wait()
 		require.EqualValues(t, 2, o.quorum.Load(), "a covered token held coveredHeld is checked")
-		require.Empty(t, healed)
+		require.Empty(t, healed.get())
 		c2.Close()
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
@@ -107,7 +106,7 @@ func TestHeldRequestHeals(t *testing.T) {
 		time.Sleep(healAfter)
 		synctest.Wait()
 		require.EqualValues(t, 3, o.quorum.Load())
-		require.Equal(t, [][2]consistency.Token{{consistency.MustOf("c", 9_000), consistency.MustOf("c", 40)}}, healed)
+		require.Equal(t, [][2]consistency.Token{{consistency.MustOf("c", 9_000), consistency.MustOf("c", 40)}}, healed.get())
 		require.False(t, c3.(*conn).dead.Load())
 		time.Sleep(healAfter)
 		synctest.Wait()
@@ -136,19 +135,18 @@ func TestHealerReplacesForeignToken(t *testing.T) {
 			o := &scriptedOracle{committed: consistency.MustOf("c", 40)}
 			store := knownStore(t, "other", 9_000)
 			var asked []string
-			healed := 0
-			h := NewHealer(HealerConfig{Store: store, Oracle: o,
-				OnHealed: func(from, to consistency.Token) { healed++ },
-				Replace:  func(cluster string) bool { asked = append(asked, cluster); return allow }})
+			owner, heals := healLog(store)
+			h := NewHealer(HealerConfig{Tokens: owner, Oracle: o,
+				Replace: func(cluster string) bool { asked = append(asked, cluster); return allow }})
 			h.Held()
 			synctest.Wait()
 			h.Close()
 			require.Equal(t, []string{"c"}, asked)
 			if allow {
-				require.Equal(t, 1, healed)
+				require.Len(t, heals.get(), 1)
 				require.Equal(t, consistency.MustOf("c", 40), store.Load())
 			} else {
-				require.Zero(t, healed)
+				require.Empty(t, heals.get())
 				require.Equal(t, consistency.MustOf("other", 9_000), store.Load())
 			}
 		}
@@ -220,9 +218,10 @@ func TestHeldTokenFromAnswersAsksNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := &scriptedOracle{committed: consistency.MustOf("c", 50)}
 		store := knownStore(t, "c", 1)
-		h := NewHealer(HealerConfig{Store: store, Oracle: o})
+		owner := tokens.New(store, nil) // one owner, as a session has
+		h := NewHealer(HealerConfig{Tokens: owner, Oracle: o})
 		defer h.Close()
-		i, err := New(Config{Store: store, Healer: h})
+		i, err := New(Config{Tokens: owner, Healer: h})
 		require.NoError(t, err)
 
 		// A broker answers at applied 50: the store learns 50.

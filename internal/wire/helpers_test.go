@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/tokens"
 )
 
 // golden reads testdata/golden.txt into name → bytes.
@@ -216,4 +217,28 @@ func readAll(c net.Conn, bufSize int) ([]byte, error) {
 			return out, err
 		}
 	}
+}
+
+// heals is an owner of a store that records the heals it reports.
+type heals struct {
+	mu   sync.Mutex
+	list [][2]consistency.Token
+}
+
+// healLog returns an owner of store whose heals h records.
+func healLog(store consistency.Store) (*tokens.Owner, *heals) {
+	h := &heals{}
+	return tokens.New(store, func(c tokens.Change) {
+		if c.Kind == tokens.Healed {
+			h.mu.Lock()
+			h.list = append(h.list, [2]consistency.Token{c.From, c.To})
+			h.mu.Unlock()
+		}
+	}), h
+}
+
+func (h *heals) get() [][2]consistency.Token {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([][2]consistency.Token(nil), h.list...)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/tokens"
 )
 
 // DefaultInconsistentMetadataCode is the provisional error code of
@@ -53,20 +54,26 @@ const (
 	// AdoptNone: a misroute; the connection fails.
 	AdoptNone Adoption = iota
 	// AdoptMove: the bootstrap servers moved to the answer's cluster. The
-	// store is reset, then learns the new cluster's tokens; the caller
-	// reported the move.
+	// store is reset, then learns the new cluster's tokens; the store's
+	// owner reports the move (tokens.Moved).
 	AdoptMove
 	// AdoptForeign: the store's token names a cluster the bootstrap
 	// servers never belonged to (a token given to a fresh factory). It is
 	// replaced by the answer's token, a token of a cluster that applied
-	// it, and reported as a heal (HealerConfig.OnHealed), once.
+	// it, and reported as a heal (tokens.Healed), once. The store's owner
+	// has the last word: a token it learnt from its brokers makes the
+	// answer a move, and one another writer put in a store it shares
+	// across clusters a misroute (tokens.Owner.Judge).
 	AdoptForeign
 )
 
 // Config configures an [Interceptor].
 type Config struct {
-	// Store is the consistency store every connection reads and advances.
-	// Required.
+	// Tokens owns the consistency store every connection reads and
+	// advances: every change goes through it. Required, unless Store is
+	// set (tests): then an owner of Store that reports to nobody.
+	Tokens *tokens.Owner
+	// Store is the store when Tokens is nil.
 	Store consistency.Store
 	// Dial dials the TCP connection. Nil means a net.Dialer. It is called
 	// with a context that ends after DialTimeout.
@@ -153,6 +160,7 @@ func (t timing) withDefaults() timing {
 // connections; all of them share its store and counters.
 type Interceptor struct {
 	store    consistency.Store
+	tokens   *tokens.Owner
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 	timeout  time.Duration
 	tls      *tls.Config
@@ -179,16 +187,20 @@ type Stats struct {
 	InconsistentMetadata uint64 // INCONSISTENT_METADATA answers seen
 }
 
-// ErrNoStore is returned by [New] when Config.Store is nil.
-var ErrNoStore = errors.New("wire: Config.Store is required")
+// ErrNoStore is returned by [New] when Config has neither Tokens nor Store.
+var ErrNoStore = errors.New("wire: Config.Tokens (or Store) is required")
 
 // New returns an Interceptor for cfg.
 func New(cfg Config) (*Interceptor, error) {
-	if cfg.Store == nil {
-		return nil, ErrNoStore
+	if cfg.Tokens == nil {
+		if cfg.Store == nil {
+			return nil, ErrNoStore
+		}
+		cfg.Tokens = tokens.New(cfg.Store, nil)
 	}
 	i := &Interceptor{
-		store:    cfg.Store,
+		store:    cfg.Tokens.Store(),
+		tokens:   cfg.Tokens,
 		dial:     cfg.Dial,
 		timeout:  cfg.DialTimeout,
 		tls:      cfg.TLS,

@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/tokens"
 )
 
 // The reading half of a conn: responses as the broker sends them, observed.
@@ -201,16 +202,24 @@ func (r *responseReader) observe(req *inflight, h *respHeader) error {
 		if pinned == "" && r.i.adopt != nil {
 			adopt = r.i.adopt(r.addr, string(got))
 		}
+		if adopt != AdoptNone {
+			switch r.i.tokens.Judge(cur, string(got)) {
+			case tokens.Shared:
+				adopt = AdoptNone
+			case tokens.Move:
+				adopt = AdoptMove
+			}
+		}
 		switch {
 		case adopt == AdoptNone:
 			return r.misroute(want, string(got))
-		case adopt == AdoptForeign && r.i.healer != nil && token >= 0:
+		case adopt == AdoptForeign && token >= 0:
 			return r.replaceForeign(cur, got, token)
 		}
 		// Only a store still on the old cluster is reset, atomically: a
 		// check and a separate reset could wipe a newer token another
 		// connection stored for the new cluster meanwhile.
-		consistency.ResetCluster(r.i.store, want)
+		r.i.tokens.Moved(r.addr, want, string(got), true)
 		r.i.log(kgo.LogLevelWarn, "bootstrap server answers for another cluster; consistency store reset", "addr", r.addr, "from_cluster", want, "to_cluster", string(got))
 		cur = consistency.Unknown()
 	}
@@ -221,18 +230,16 @@ func (r *responseReader) observe(req *inflight, h *respHeader) error {
 	if err != nil {
 		return malformed("response consistency state: %v", err)
 	}
-	now, err := r.i.store.Advance(next)
+	var by tokens.Listener
+	if r.i.observer != nil {
+		by = r.i.observer
+	}
+	now, err := r.i.tokens.Answered(r.addr, next, by)
 	if err != nil { // the store adopted another cluster meanwhile
 		return r.misroute(now.ClusterID(), string(got))
 	}
-	if r.i.healer != nil {
-		r.i.healer.noteApplied(got, token)
-	}
 	if now != cur {
 		r.i.advanced.Add(1)
-		if r.i.observer != nil {
-			r.i.observer.OnTokenAdvanced(cur, now)
-		}
 		if r.debug {
 			r.i.log(kgo.LogLevelDebug, "advanced consistency token", "addr", r.addr, "key", req.key, "from", cur.String(), "to", now.String())
 		}
@@ -243,20 +250,19 @@ func (r *responseReader) observe(req *inflight, h *respHeader) error {
 // replaceForeign replaces cur, a token of a cluster the bootstrap
 // servers never belonged to, by the answer's token of cluster at offset
 // (see AdoptForeign), unless the store moved meanwhile (another
-// connection or the Healer replaced it first): the heal is reported once.
+// connection or the Healer replaced it first): the owner reports the heal
+// once.
 func (r *responseReader) replaceForeign(cur consistency.Token, cluster []byte, offset int64) error {
 	next, err := consistency.Of(string(cluster), offset)
 	if err != nil {
 		return malformed("response consistency state: %v", err)
 	}
-	if r.i.store.CompareAndSwap(cur, next) {
+	if r.i.tokens.ReplaceForeign(r.addr, cur, next) {
 		r.i.advanced.Add(1)
-		r.i.healer.noteApplied(cluster, offset)
-		r.i.healer.replaced(cur, next)
 		return nil
 	}
-	if now := r.i.store.Load(); now.IsUnknown() || now.ClusterID() == string(cluster) {
-		_, _ = r.i.store.Advance(next) // an Unknown store, or the answer's cluster already
+	if now := r.i.tokens.Load(); now.IsUnknown() || now.ClusterID() == string(cluster) {
+		_, _ = r.i.tokens.Answered(r.addr, next, nil) // an Unknown store, or the answer's cluster already
 	}
 	return nil
 }
