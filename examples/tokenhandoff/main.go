@@ -6,7 +6,7 @@
 // it over HTTP, passing its consistency token in a request header
 // (Kafka-Consistency-Token: f.Token().Encode()). B parses the token
 // (consistency.ParseToken), checks it with the cluster and confines it to
-// the request it came with (Factory.Session), and describes and consumes
+// the request it came with (Factory.WithToken), and describes and consumes
 // the topic at once, although every broker of the embedded local cluster
 // applies metadata changes late. Asked without the token a moment earlier,
 // B does not find the topic. A token from the future or of another cluster
