@@ -9,8 +9,12 @@
 //
 //	go install ./cmd/kconsist
 //
-// (at a release, go install github.com/kconsist/kconsist/cmd/kconsist@cmd/kconsist/vX.Y.Z
-// is planned; see README.md next to this file), or see kconsist --help.
+// From the first release on (the command's module tagged
+// cmd/kconsist/vX.Y.Z, requiring the SDK's vX.Y.Z), also with
+//
+//	go install github.com/kconsist/kconsist/cmd/kconsist@vX.Y.Z
+//
+// See README.md next to this file, or kconsist --help.
 //
 // Exit status:
 //

@@ -103,10 +103,10 @@ func TestConsumeGroupCommitsOnlyWhatWasWritten(t *testing.T) {
 		w := &closingWriter{limit: len("v0\nv")}
 		var errb bytes.Buffer
 		code := runContext(testCtx(t), []string{"-b", b, "consume", "g", "--group", "by-close"}, strings.NewReader(""), w, &errb)
+		require.Equal(t, int64(1), committed(t, lc, "by-close", "g"))
 		require.Equal(t, 0, code, errb.String())
 		require.Empty(t, errb.String())
 		require.Equal(t, "v0\nv", w.String())
-		require.Equal(t, int64(1), committed(t, lc, "by-close", "g"))
 		r := kc("", "-b", b, "consume", "g", "-n", "1", "--group", "by-close")
 		require.Equal(t, "v1\n", r.stdout, r)
 	})
@@ -119,9 +119,9 @@ func TestConsumeGroupCommitsOnlyWhatWasWritten(t *testing.T) {
 		w := &closingWriter{limit: 1 << 20, onWrite: cancel}
 		var errb bytes.Buffer
 		code := runContext(ctx, []string{"-b", b, "consume", "g", "--group", "by-interrupt", "--wait-token-header", "kt"}, strings.NewReader(""), w, &errb)
+		require.Equal(t, int64(1), committed(t, lc, "by-interrupt", "g"))
 		require.Equal(t, 0, code, errb.String())
 		require.Equal(t, "v0\n", w.String())
-		require.Equal(t, int64(1), committed(t, lc, "by-interrupt", "g"))
 	})
 }
 
