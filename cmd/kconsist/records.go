@@ -455,10 +455,10 @@ func (p *printer) flush() error {
 }
 
 // commit commits what was written of the partitions (nil: all) and not
-// committed yet.
+// committed yet. p.mu is not held during the commit, which may wait for
+// a rebalance whose revoke callback calls commit too.
 func (p *printer) commit(ctx context.Context, cl *kgo.Client, only map[string][]int32) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	todo := map[string]map[int32]kgo.EpochOffset{}
 	for t, ps := range p.written {
 		for part, eo := range ps {
@@ -474,10 +474,13 @@ func (p *printer) commit(ctx context.Context, cl *kgo.Client, only map[string][]
 			todo[t][part] = eo
 		}
 	}
+	p.mu.Unlock()
 	if len(todo) == 0 {
 		return
 	}
 	cl.CommitOffsetsSync(ctx, todo, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		if err != nil {
 			p.fail(err)
 			return

@@ -260,6 +260,45 @@ func TestProduceJSONBadInput(t *testing.T) {
 	require.Equal(t, exitFailed, r.code, r) // no partition 7
 }
 
+// untilProgress runs the command with a --timeout of 30s and ends it, as
+// --timeout would, once a progress line on stderr satisfies ready: the
+// brokers' state is then known, however loaded the machine.
+func untilProgress(t *testing.T, ready func(line string) bool, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	errw := &watchWriter{ready: ready, cancel: cancel}
+	var out bytes.Buffer
+	code := runContext(ctx, append([]string{"--timeout", "30s"}, args...), strings.NewReader(""), &out, errw)
+	return result{code, out.String(), errw.String()}
+}
+
+// watchWriter calls cancel once a line written satisfies ready.
+type watchWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	ready  func(string) bool
+	cancel func()
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for line := range strings.Lines(string(p)) {
+		if w.ready(line) {
+			w.cancel()
+		}
+	}
+	return len(p), nil
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
 // TestWaitTimeoutSaysWhatIsPending: a wait for a topic that no broker
 // serves, with the token applied everywhere, says the topic is pending,
 // not that brokers are behind; a broker behind the token is told as such.
@@ -268,7 +307,8 @@ func TestProduceJSONBadInput(t *testing.T) {
 func TestWaitTimeoutSaysWhatIsPending(t *testing.T) {
 	lc := newCluster(t, localcluster.BrokerLag(2, time.Hour))
 	b := bootstrap(lc)
-	r := kc("", "-b", b, "--timeout", "1500ms", "wait", "--topic", "nowhere")
+	allPending := func(line string) bool { return strings.Count(line, "(not serving nowhere)") == 3 }
+	r := untilProgress(t, allPending, "-b", b, "wait", "--topic", "nowhere")
 	require.Equal(t, exitTimeout, r.code, r)
 	require.Contains(t, r.stderr, "3 of 3 brokers had applied token "+clusterID+"@", r)
 	require.Contains(t, r.stderr, "but did not serve every partition of the topics with a leader", r)
@@ -276,9 +316,10 @@ func TestWaitTimeoutSaysWhatIsPending(t *testing.T) {
 	require.NotContains(t, r.stderr, "behind", r)
 	require.NotContains(t, r.stderr, "had not applied", r)
 
-	r = kc("", "-b", b, "--timeout", "1500ms", "-o", "json", "wait", "--topic", "nowhere")
+	r = untilProgress(t, allPending, "-b", b, "-o", "json", "wait", "--topic", "nowhere")
 	require.Equal(t, exitTimeout, r.code, r)
 	m := decode(t, r.stdout)
+	require.Equal(t, "timeout", m["status"])
 	require.Len(t, m["topics_pending"], 3)
 	require.Empty(t, m["behind_token"])
 	require.Equal(t, []any{"nowhere"}, m["topics_pending"].([]any)[0].(map[string]any)["pending"])
@@ -286,7 +327,8 @@ func TestWaitTimeoutSaysWhatIsPending(t *testing.T) {
 	// A change broker 2 does not apply: it is behind the token; the others
 	// serve the topic.
 	require.Equal(t, 0, kc("", "-b", b, "topic", "create", "late").code)
-	r = kc("", "-b", b, "--timeout", "1500ms", "-o", "json", "wait", "--topic", "late")
+	r = untilProgress(t, func(line string) bool { return strings.Contains(line, "2 of 3 brokers done; broker 2 at ") },
+		"-b", b, "-o", "json", "wait", "--topic", "late")
 	require.Equal(t, exitTimeout, r.code, r)
 	m = decode(t, r.stdout)
 	require.Empty(t, m["topics_pending"])
@@ -303,7 +345,7 @@ func TestWaitTimeoutSaysWhatIsPending(t *testing.T) {
 // created a moment before by another client and the lagging broker does
 // not know it yet. (Today's main had no such flag: exit 2.)
 func TestCreateIfNotExists(t *testing.T) {
-	lc := newCluster(t, localcluster.BrokerLag(2, 400*time.Millisecond))
+	lc := newCluster(t, localcluster.BrokerLag(2, 2*time.Second))
 	b := bootstrap(lc)
 	args := []string{"-b", b, "topic", "create", "svc", "-p", "3", "-r", "3", "--if-not-exists", "--wait", "-o", "json"}
 	r := kc("", args...)
