@@ -468,3 +468,129 @@ func FuzzRecordJSON(f *testing.F) {
 		require.Equal(t, parsed.Partition, again.Partition)
 	})
 }
+
+// lineWriter collects lines and signals each write.
+type lineWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{}
+}
+
+func newLineWriter() *lineWriter { return &lineWriter{wrote: make(chan struct{}, 1)} }
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	select {
+	case w.wrote <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+func (w *lineWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// waitFor returns once cond holds, checking at each write; it fails at
+// ctx's end.
+func (w *lineWriter) waitFor(ctx context.Context, t *testing.T, cond func(string) bool) {
+	t.Helper()
+	for !cond(w.String()) {
+		select {
+		case <-w.wrote:
+		case <-ctx.Done():
+			t.Fatalf("gave up waiting; written so far:\n%s", w.String())
+		}
+	}
+}
+
+// TestConsumeGroupCommitsOnRevoke: when a second member joins, the
+// partitions taken from the first are committed up to what it wrote, so
+// the second starts after them instead of printing them again; each
+// member commits the rest when interrupted. (Without the commit in
+// OnPartitionsRevoked no partition is committed at the rebalance, and the
+// test fails there: checked.)
+func TestConsumeGroupCommitsOnRevoke(t *testing.T) {
+	lc := newCluster(t)
+	b := bootstrap(lc)
+	require.Equal(t, 0, kc("", "-b", b, "topic", "create", "rv", "-p", "2", "--wait").code)
+	pl := plainClient(t, lc, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := range int32(2) {
+		for i := range 3 {
+			require.NoError(t, pl.ProduceSync(testCtx(t), &kgo.Record{Topic: "rv", Partition: p, Value: fmt.Appendf(nil, "p%d-%d", p, i)}).FirstErr())
+		}
+	}
+	ctx := testCtx(t)
+	start := func(w *lineWriter) (context.CancelFunc, <-chan int) {
+		mctx, cancel := context.WithCancel(ctx)
+		done := make(chan int, 1)
+		go func() {
+			var errb bytes.Buffer
+			code := runContext(mctx, []string{"-b", b, "consume", "rv", "--group", "rg"}, strings.NewReader(""), w, &errb)
+			if code != 0 {
+				t.Errorf("exit %d: %s", code, errb.String())
+			}
+			done <- code
+		}()
+		return cancel, done
+	}
+	lines := func(n int) func(string) bool {
+		return func(s string) bool { return strings.Count(s, "\n") >= n }
+	}
+	wa, wb := newLineWriter(), newLineWriter()
+	stopA, doneA := start(wa)
+	defer func() { stopA(); <-doneA }()
+	wa.waitFor(ctx, t, lines(6))
+
+	stopB, doneB := start(wb)
+	defer func() { stopB(); <-doneB }()
+	// The partitions B takes over are committed by A's revoke.
+	adm := kadm.NewClient(plainClient(t, lc))
+	for {
+		offs, err := adm.FetchOffsets(ctx, "rg")
+		require.NoError(t, err)
+		n := 0
+		offs.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == "rv" && o.Err == nil && o.At == 3 {
+				n++
+			}
+		})
+		if n > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no partition was committed at a rebalance")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	for p := range int32(2) {
+		require.NoError(t, pl.ProduceSync(ctx, &kgo.Record{Topic: "rv", Partition: p, Value: []byte("new")}).FirstErr())
+	}
+	both := func() int { return strings.Count(wa.String(), "new\n") + strings.Count(wb.String(), "new\n") }
+	wb.waitFor(ctx, t, func(string) bool { return both() == 2 })
+	require.NotContains(t, wb.String(), "p0-", "B printed again what A had written")
+	require.NotContains(t, wb.String(), "p1-", "B printed again what A had written")
+	stopA()
+	stopB()
+	require.Equal(t, 0, <-doneA)
+	require.Equal(t, 0, <-doneB)
+	doneA, doneB = closedWith(0), closedWith(0)
+	offs, err := adm.FetchOffsets(ctx, "rg")
+	require.NoError(t, err)
+	for p := range int32(2) {
+		o, ok := offs.Lookup("rv", p)
+		require.True(t, ok, "partition %d", p)
+		require.Equal(t, int64(4), o.At, "partition %d", p)
+	}
+}
+
+func closedWith(code int) <-chan int {
+	c := make(chan int, 1)
+	c <- code
+	return c
+}
