@@ -91,7 +91,11 @@ func (p BrokerProgress) String() string {
 
 // WaitError reports the brokers still behind when a WaitApplied's context
 // ended. It matches ErrBrokersBehind, and the context's error
-// (context.DeadlineExceeded, context.Canceled), with errors.Is.
+// (context.DeadlineExceeded, context.Canceled), with errors.Is. Behind
+// splits in two, each with its own part of the message: the brokers that
+// had not applied Token (Unapplied), and those that had (or had no token
+// to apply) but did not serve every partition of the WaitTopics topics
+// with a leader yet (Unserved).
 type WaitError struct {
 	// Token is the token waited for; Unknown when only topics were.
 	Token consistency.Token
@@ -103,20 +107,66 @@ type WaitError struct {
 	Err error
 }
 
-func (e *WaitError) Error() string {
-	parts := make([]string, len(e.Behind))
-	for i, p := range e.Behind {
-		parts[i] = p.String()
-		if !e.Token.IsUnknown() && p.Applied >= 0 {
-			parts[i] += fmt.Sprintf(", %d behind", e.Token.Offset()-p.Applied)
+// Unapplied returns the brokers of Behind that had not applied Token: at
+// an offset before it, or not answered how far they are. None when Token
+// is Unknown.
+func (e *WaitError) Unapplied() []BrokerProgress {
+	var out []BrokerProgress
+	for _, p := range e.Behind {
+		if e.unapplied(p) {
+			out = append(out, p)
 		}
 	}
-	what := "token " + e.Token.String()
-	if e.Token.IsUnknown() {
-		what = "the topics"
+	return out
+}
+
+// Unserved returns the brokers of Behind that had applied Token (or had
+// none to apply) but did not serve the topics yet: BrokerProgress.Pending
+// names the topics they did not know and the partitions without a
+// leader, or Err why their Metadata answer did not come.
+func (e *WaitError) Unserved() []BrokerProgress {
+	var out []BrokerProgress
+	for _, p := range e.Behind {
+		if !e.unapplied(p) {
+			out = append(out, p)
+		}
 	}
-	return fmt.Sprintf("factory: %d of %d brokers had not applied %s when the wait ended (%v): %s",
-		len(e.Behind), e.Brokers, what, e.Err, strings.Join(parts, "; "))
+	return out
+}
+
+func (e *WaitError) unapplied(p BrokerProgress) bool {
+	return !e.Token.IsUnknown() && p.Applied < e.Token.Offset()
+}
+
+func (e *WaitError) Error() string {
+	unapplied, unserved := e.Unapplied(), e.Unserved()
+	var what []string
+	if len(unapplied) > 0 {
+		what = append(what, fmt.Sprintf("%d of %d brokers had not applied token %s", len(unapplied), e.Brokers, e.Token))
+	}
+	if len(unserved) > 0 {
+		applied := ""
+		if !e.Token.IsUnknown() {
+			applied = fmt.Sprintf("had applied token %s but ", e.Token)
+			if len(unapplied) > 0 {
+				applied = "had applied it but "
+			}
+		}
+		what = append(what, fmt.Sprintf("%d of %d brokers %sdid not serve every partition of the topics with a leader", len(unserved), e.Brokers, applied))
+	}
+	parts := make([]string, 0, len(e.Behind))
+	for _, p := range unapplied {
+		s := p.String()
+		if p.Applied >= 0 {
+			s += fmt.Sprintf(", %d behind", e.Token.Offset()-p.Applied)
+		}
+		parts = append(parts, s)
+	}
+	for _, p := range unserved {
+		parts = append(parts, p.String())
+	}
+	return fmt.Sprintf("factory: %s when the wait ended (%v): %s",
+		strings.Join(what, ", and "), e.Err, strings.Join(parts, "; "))
 }
 
 // Is matches ErrBrokersBehind.

@@ -221,10 +221,13 @@ func TestWaitAppliedTopicsOnly(t *testing.T) {
 	var werr *WaitError
 	require.ErrorAs(t, err, &werr)
 	require.Len(t, werr.Behind, 3)
+	require.Len(t, werr.Unserved(), 3)
+	require.Empty(t, werr.Unapplied())
 	for _, p := range werr.Behind {
 		require.Equal(t, []string{"missing"}, p.Pending)
 	}
 	require.Contains(t, err.Error(), "not serving missing")
+	require.NotContains(t, err.Error(), "had not applied")
 
 	require.ErrorIs(t, f.WaitApplied(testkit.Ctx(t), consistency.Unknown(), WaitTopics("")), ErrConfig)
 	require.ErrorIs(t, f.WaitApplied(testkit.Ctx(t), consistency.Unknown(), nil), ErrConfig)
@@ -375,4 +378,41 @@ func TestWaitAppliedUnsupported(t *testing.T) {
 			require.NoError(t, fresh.WaitApplied(testkit.Ctx(t), consistency.Unknown(), WaitTopics("seeded")))
 		})
 	}
+}
+
+// TestWaitErrorSplitsWhatIsPending: a broker behind the token and a broker
+// that applied it but lacks a topic's partitions are told apart, each in
+// its own part of the message; a broker at the token is never said to be
+// "0 behind" (the message said so for a topic that was what was pending).
+func TestWaitErrorSplitsWhatIsPending(t *testing.T) {
+	tok := consistency.MustOf("c", 40)
+	behind := BrokerProgress{Node: 2, Addr: "b2:9092", Applied: 37}
+	unanswered := BrokerProgress{Node: 3, Addr: "b3:9092", Applied: -1, Err: errors.New("dial refused")}
+	missing := BrokerProgress{Node: 0, Addr: "b0:9092", Applied: 40, Pending: []string{"orders/1"}}
+	both := &WaitError{Token: tok, Behind: []BrokerProgress{missing, behind, unanswered}, Brokers: 4, Err: context.DeadlineExceeded}
+	require.Equal(t, []BrokerProgress{behind, unanswered}, both.Unapplied())
+	require.Equal(t, []BrokerProgress{missing}, both.Unserved())
+	require.Equal(t, "factory: 2 of 4 brokers had not applied token c@40, and 1 of 4 brokers had applied it but did not serve "+
+		"every partition of the topics with a leader when the wait ended (context deadline exceeded): "+
+		"broker 2 (b2:9092) at offset 37, 3 behind; broker 3 (b3:9092) has not answered (last error: dial refused); "+
+		"broker 0 (b0:9092) at offset 40, not serving orders/1", both.Error())
+
+	topicOnly := &WaitError{Token: consistency.MustOf("c", 4), Behind: []BrokerProgress{
+		{Node: 0, Addr: "b0:9092", Applied: 4, Pending: []string{"t"}},
+		{Node: 1, Addr: "b1:9092", Applied: 9, Pending: []string{"t"}},
+	}, Brokers: 2, Err: context.DeadlineExceeded}
+	require.Empty(t, topicOnly.Unapplied())
+	require.Len(t, topicOnly.Unserved(), 2)
+	require.NotContains(t, topicOnly.Error(), "behind")
+	require.Equal(t, "factory: 2 of 2 brokers had applied token c@4 but did not serve every partition of the topics with a leader "+
+		"when the wait ended (context deadline exceeded): broker 0 (b0:9092) at offset 4, not serving t; broker 1 (b1:9092) at offset 9, not serving t",
+		topicOnly.Error())
+
+	noToken := &WaitError{Behind: []BrokerProgress{{Node: 0, Addr: "b0:9092", Applied: -1, Pending: []string{"t"}}}, Brokers: 1, Err: context.Canceled}
+	require.Empty(t, noToken.Unapplied())
+	require.Len(t, noToken.Unserved(), 1)
+	require.ErrorIs(t, noToken, ErrBrokersBehind)
+	require.ErrorIs(t, noToken, context.Canceled)
+	require.Equal(t, "factory: 1 of 1 brokers did not serve every partition of the topics with a leader when the wait ended "+
+		"(context canceled): broker 0 (b0:9092) has not answered, not serving t", noToken.Error())
 }

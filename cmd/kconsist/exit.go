@@ -49,6 +49,16 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// resultError is an error after which the command still has results to
+// report: with -o json its fields join the error's object.
+type resultError struct {
+	err error
+	out map[string]any
+}
+
+func (e resultError) Error() string { return e.err.Error() }
+func (e resultError) Unwrap() error { return e.err }
+
 // unreachableError says no broker of the bootstrap servers answered.
 type unreachableError struct{ err error }
 

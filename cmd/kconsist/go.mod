@@ -3,8 +3,9 @@ module github.com/kconsist/kconsist/cmd/kconsist
 go 1.26.0
 
 // The SDK of this repository. `go install ...@version` refuses a module
-// with replace directives: at a release, require the SDK's tag below and
-// drop this line (go.work keeps the repository's builds on the local SDK).
+// with replace directives: at a release, require the SDK's tag vX.Y.Z below,
+// drop this line and tag this module cmd/kconsist/vX.Y.Z (go.work keeps the
+// repository's builds on the local SDK). README.md, Install, says how.
 replace github.com/kconsist/kconsist => ../..
 
 require (

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -437,6 +438,43 @@ func TestBinary(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
 	require.Equal(t, exitBadToken, ee.ExitCode())
+
+	// consume --group | head -3: the reader closes the pipe after three
+	// lines; the next write fails (EPIPE, not a SIGPIPE that kills the
+	// process), and the group commits what the pipe took, not the record
+	// whose write failed.
+	out, err = exec.Command(bin, "-b", bootstrap(lc), "topic", "create", "piped", "-p", "3", "--wait").CombinedOutput()
+	require.NoError(t, err, string(out))
+	pl := plainClient(t, lc, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for _, v := range []string{"p0", "p1", "p2"} {
+		require.NoError(t, pl.ProduceSync(testCtx(t), &kgo.Record{Topic: "piped", Partition: 0, Value: []byte(v)}).FirstErr())
+	}
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	cmd = exec.CommandContext(testCtx(t), bin, "-b", bootstrap(lc), "consume", "piped", "--group", "piped")
+	cmd.Stdout = pw
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	require.NoError(t, cmd.Start())
+	require.NoError(t, pw.Close())
+	lines := bufio.NewReader(pr)
+	for _, want := range []string{"p0\n", "p1\n", "p2\n"} {
+		line, err := lines.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, want, line)
+	}
+	require.NoError(t, pr.Close())
+	// Records on every partition: one lands where the consumer writes next.
+	for p := range int32(3) {
+		require.NoError(t, pl.ProduceSync(testCtx(t), &kgo.Record{Topic: "piped", Partition: p, Value: []byte("after")}).FirstErr())
+	}
+	require.NoError(t, cmd.Wait(), errb.String())
+	require.Empty(t, errb.String())
+	offs, err := kadm.NewClient(pl).FetchOffsets(testCtx(t), "piped")
+	require.NoError(t, err)
+	o, ok := offs.Lookup("piped", 0)
+	require.True(t, ok)
+	require.Equal(t, int64(3), o.At) // p0..p2 went into the pipe; "after" did not
 }
 
 func TestExitCodeNames(t *testing.T) {

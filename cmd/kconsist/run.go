@@ -54,12 +54,20 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			out := map[string]any{"error": err.Error(), "status": exitNames[code], "exit": code}
 			var werr *factory.WaitError
 			if errors.As(err, &werr) {
-				behind := make([]brokerJSON, len(werr.Behind))
-				for i, p := range werr.Behind {
-					behind[i] = toJSON(p)
+				out["behind"] = brokersJSON(werr.Behind)
+				out["behind_token"] = brokersJSON(werr.Unapplied())
+				out["topics_pending"] = brokersJSON(werr.Unserved())
+				if !werr.Token.IsUnknown() {
+					out["token"] = werr.Token.Encode()
 				}
-				out["behind"] = behind
-				out["token"] = werr.Token.Encode()
+			}
+			var rerr resultError
+			if errors.As(err, &rerr) {
+				for k, v := range rerr.out {
+					if _, ok := out[k]; !ok {
+						out[k] = v
+					}
+				}
 			}
 			a.emit(out)
 		}

@@ -246,3 +246,11 @@ loop:
 	}
 	return out, err
 }
+
+func brokersJSON(ps []factory.BrokerProgress) []brokerJSON {
+	out := make([]brokerJSON, len(ps))
+	for i, p := range ps {
+		out[i] = toJSON(p)
+	}
+	return out
+}
