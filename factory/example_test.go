@@ -184,7 +184,7 @@ func ExampleWithObserver() {
 			if ev.Kind == factory.EventTokenAdvanced {
 				select {
 				case tokens <- ev.Token.String():
-				default: // never block a client's network path
+				default: // a slow observer delays later events: do not wait
 				}
 			}
 		})))
@@ -200,8 +200,13 @@ func ExampleWithObserver() {
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "events"); err != nil {
 		panic(err)
 	}
-	// The first response names the cluster at its current offset; the
-	// create's response carries the offset of the new topic's records.
+	// Events reach the observer on the factory's own goroutine, in order;
+	// Close delivers what is still queued. The first response names the
+	// cluster at its current offset; the create's response carries the
+	// offset of the new topic's records.
+	if err := f.Close(ctx); err != nil {
+		panic(err)
+	}
 	var last string
 	for len(tokens) > 0 {
 		last = <-tokens

@@ -248,11 +248,12 @@ func committedToken(ctx context.Context, b *kgo.Broker) (consistency.Token, erro
 }
 
 // firstSeed asks every bootstrap server at once with ask, through a client
-// of f, and returns the first answer without error, or else the last
-// error.
+// of f's whose requests carry no token (a broker behind the factory's
+// token answers them at once), and returns the first answer without
+// error, or else the last error.
 func firstSeed[T any](ctx context.Context, f *Factory, ask func(context.Context, *kgo.Broker) (T, error)) (T, error) {
 	var zero T
-	cl, err := f.KgoClient()
+	cl, err := f.s.UnstampedClient()
 	if err != nil {
 		return zero, err
 	}

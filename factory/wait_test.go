@@ -416,3 +416,26 @@ func TestWaitErrorSplitsWhatIsPending(t *testing.T) {
 	require.Equal(t, "factory: 1 of 1 brokers did not serve every partition of the topics with a leader when the wait ended "+
 		"(context canceled): broker 0 (b0:9092) has not answered, not serving t", noToken.Error())
 }
+
+// TestWaitAppliedEveryBrokerBehind: when every broker is behind the token
+// the wait still lists the brokers (with a question no broker holds) and
+// ends at its context with a *WaitError naming all three, not with
+// "listing the cluster's brokers: context deadline exceeded".
+func TestWaitAppliedEveryBrokerBehind(t *testing.T) {
+	lc := waitCluster(t, localcluster.Native(false))
+	f := waitFactory(t, lc)
+	createTopic(t, f, "first", 1) // every broker applied it
+	for node := range int32(3) {
+		require.NoError(t, lc.SetLag(node, time.Hour))
+	}
+	createTopic(t, f, "late", 1)
+	tok := f.Token()
+	ctx, cancel := context.WithTimeout(testkit.Ctx(t), 3*time.Second)
+	defer cancel()
+	err := f.WaitApplied(ctx, tok)
+	require.ErrorIs(t, err, ErrBrokersBehind)
+	var werr *WaitError
+	require.ErrorAs(t, err, &werr)
+	require.Equal(t, 3, werr.Brokers)
+	require.Len(t, werr.Behind, 3)
+}

@@ -185,6 +185,20 @@ func (s *Session) Close() {
 // Change it through Tokens.
 func (s *Session) Store() consistency.Store { return s.store }
 
+// UnstampedClient returns a client with the factory's base settings whose
+// requests carry no token and are never held (no emulator), for questions
+// that a broker behind the store's token must answer at once: which
+// brokers the cluster has, what the quorum committed. The caller closes
+// it. After Close it returns Config.ErrClosed.
+func (s *Session) UnstampedClient() (*kgo.Client, error) {
+	s.life.RLock()
+	defer s.life.RUnlock()
+	if s.closed {
+		return nil, s.cfg.ErrClosed
+	}
+	return s.newKgo(s.cfg.Base, noTokens{}, false)
+}
+
 // Tokens returns the owner of the store: every change goes through it.
 func (s *Session) Tokens() *tokens.Owner { return s.tokens }
 
