@@ -24,12 +24,15 @@ type engine struct {
 	// record.
 	clock *atomic.Uint64
 
-	vmu sync.Mutex // guards views and released
+	vmu sync.Mutex // guards views, released and members
 	// views counts the producers attached and not closed; released is
 	// set when it dropped to zero: the client is being closed, and no
 	// producer is attached any more.
 	views    int
 	released bool
+	// members are the producers whose records the engine's flush waits
+	// for: every producer attached, until its Close flushed it.
+	members []*member
 
 	promise func(*kgo.Record, error) // e.promised(), made once
 
@@ -60,18 +63,23 @@ type engine struct {
 	// goroutine runs.
 	queue    []outcome
 	draining bool
-	// outstanding counts what the engine's flush waits for besides the
-	// current client's buffer: outcomes in queue, records sent again
+	// outstanding counts the engine's own work on records: outcomes of
+	// records a client gave back waiting in queue, records sent again
 	// until their promise ran, and replaced clients until every promise
-	// of theirs ran. idle is closed when it drops to zero.
+	// of theirs ran. A flush whose client holds nothing of its records
+	// flushes again once that work is over; records refused unsent are
+	// not counted, as nothing is to be flushed for them. flip is closed
+	// and replaced whenever outstanding goes from zero to more or back.
 	outstanding int
-	idle        chan struct{}
+	flip        chan struct{}
 	shut        bool           // Close closes the last client: nothing is sent again
 	joined      bool           // Close waited for everything: no goroutine starts
 	wg          sync.WaitGroup // goroutines Close joins (goLocked)
 
 	stop    context.Context // done once shut, for waits of drain
 	stopNow context.CancelFunc
+
+	refusals refusals // records refused unsent (see refusal.go)
 
 	txn txnState // transactional clients only (see txn.go)
 }
@@ -109,7 +117,7 @@ func recordHooks(cl *kgo.Client) bool {
 // newEngine makes an engine on cl that meets its session as l says; no
 // producer is attached yet (see Join).
 func newEngine(cl *kgo.Client, l link.Producer) *engine {
-	e := &engine{}
+	e := &engine{flip: make(chan struct{})}
 	e.promise = e.promised()
 	e.stop, e.stopNow = context.WithCancel(context.Background())
 	e.cur.Store(newCurrent(cl, 0, 0))
@@ -170,6 +178,38 @@ func (e *engine) leave() bool {
 		e.sess.Share.Forget(e)
 	}
 	return last
+}
+
+// add makes m one of the producers whose records e's flush waits for.
+func (e *engine) add(m *member) {
+	e.vmu.Lock()
+	e.members = append(e.members, m)
+	e.vmu.Unlock()
+}
+
+// forget drops m from the producers e's flush waits for: its Close
+// flushed it, and what it is given since is refused.
+func (e *engine) forget(m *member) {
+	e.vmu.Lock()
+	defer e.vmu.Unlock()
+	for i, o := range e.members {
+		if o == m {
+			e.members = append(e.members[:i], e.members[i+1:]...)
+			return
+		}
+	}
+}
+
+// sealAll seals the current epoch of every producer e's flush waits for:
+// the records given to e so far, whichever producer gave them.
+func (e *engine) sealAll() []*epoch {
+	e.vmu.Lock()
+	defer e.vmu.Unlock()
+	eps := make([]*epoch, 0, len(e.members))
+	for _, m := range e.members {
+		eps = append(eps, m.eps.seal())
+	}
+	return eps
 }
 
 // isReleased reports whether the last producer of e began to close it.
@@ -293,7 +333,7 @@ func (e *engine) prime(c *current, r ref) {
 		t.seq, t.inc0 = c.seq, inc
 	case t.seq != c.seq || t.inc0 != inc:
 		// The client or the clock moved since the record was made.
-		x.tag = t.m.tagFor(r.cx, c.seq, inc)
+		x.tag = t.m.tagFor(r.cx, c.seq, inc, t.ep)
 	}
 	if c.hooked {
 		// A hook may replace the record's Context: give it the
@@ -334,14 +374,4 @@ func (e *engine) promised() func(*kgo.Record, error) {
 			e.settle(ref{x: x, cx: x.tag.ctx}, err)
 		}
 	}
-}
-
-// refuse fails r, which was not sent, with err: through the queue, so that
-// its callback runs on the producer's goroutine after the outcomes before
-// it, and the record's own caller never runs it.
-func (e *engine) refuse(r ref, err error) {
-	if r.x.takeResent() { // Flush waits for it: count it off once queued
-		defer e.end()
-	}
-	e.enqueue(outcome{r: r, err: err, final: true})
 }

@@ -191,7 +191,7 @@ func (e *engine) settleWatch(ctx context.Context) (gen uint64, interrupted bool)
 func (e *engine) resend(old ref, err error) {
 	x := old.x
 	r := &x.rec
-	fresh := newRef(&tag{ctx: old.ctx(), resent: true, m: x.tag.m}, x.done, r.Topic, r.Key, r.Value, r.Headers, r.Partition, r.Timestamp)
+	fresh := newRef(&tag{ctx: old.ctx(), resent: true, m: x.tag.m, ep: x.tag.ep}, x.done, r.Topic, r.Key, r.Value, r.Headers, r.Partition, r.Timestamp)
 	e.omu.Lock()
 	if e.shut {
 		e.omu.Unlock()

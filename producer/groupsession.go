@@ -168,14 +168,14 @@ func (s *GroupTransactSession[K, V]) End(ctx context.Context, end TransactionEnd
 	}
 	if moved := s.failed(ctx); moved != nil {
 		_, aerr := s.s.End(ctx, TryAbort)
-		_, _ = e.waitIdle(ctx)
+		_ = e.flush(ctx)
 		if aerr != nil {
 			return false, fmt.Errorf("producer: transaction aborted: %w (and aborting it: %w)", moved, aerr)
 		}
 		return false, fmt.Errorf("producer: transaction aborted: %w", moved)
 	}
 	committed, err = s.s.End(ctx, end)
-	if _, werr := e.waitIdle(ctx); err == nil && werr != nil {
+	if werr := e.flush(ctx); err == nil && werr != nil {
 		err = werr
 	}
 	return committed, err

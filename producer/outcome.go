@@ -9,8 +9,6 @@ import (
 type outcome struct {
 	r   ref
 	err error
-	// final: err is the verdict already, there is none to wait for.
-	final bool
 }
 
 // settle delivers r's outcome, or queues it behind outcomes that wait.
@@ -36,7 +34,7 @@ func (e *engine) settle(r ref, err error) {
 // enqueue puts o behind the outcomes that wait; drain delivers it.
 func (e *engine) enqueue(o outcome) {
 	e.omu.Lock()
-	if e.joined { // only for a record produced after Close
+	if e.joined { // only for a record a closed client gave back late
 		e.omu.Unlock()
 		deliver(o.r.x, o.err)
 		return
@@ -51,16 +49,16 @@ func (e *engine) enqueue(o outcome) {
 }
 
 // deliver hands x's final outcome to its callback, and then counts the
-// record off its producer's outstanding records. Every outcome ends here.
+// record off its producer's epoch. Every outcome ends here.
 func deliver(x *inflight, err error) {
-	m := x.tag.m
+	ep := x.tag.ep
 	if err != nil {
 		x.done(Result{}, err)
 	} else {
 		x.done(result(&x.rec), nil)
 	}
-	if m != nil {
-		m.ended()
+	if ep != nil {
+		ep.end()
 	}
 }
 
@@ -84,7 +82,7 @@ func (e *engine) drain() {
 		e.queue[0] = outcome{}
 		e.queue = e.queue[1:]
 		e.omu.Unlock()
-		if o.err != nil && !o.final && e.awaitsVerdict(o.r) {
+		if o.err != nil && e.awaitsVerdict(o.r) {
 			e.afterFailure(o.r, o.err)
 		} else {
 			deliver(o.r.x, o.err)
@@ -94,22 +92,30 @@ func (e *engine) drain() {
 	}
 }
 
-// beginLocked counts one more thing the engine's flush waits for; e.omu is
-// held.
+// beginLocked counts one more piece of the engine's own work (see
+// outstanding); e.omu is held.
 func (e *engine) beginLocked() {
 	if e.outstanding == 0 {
-		e.idle = make(chan struct{})
+		e.flipLocked()
 	}
 	e.outstanding++
 }
 
+// end counts one piece of the engine's own work off.
 func (e *engine) end() {
 	e.omu.Lock()
 	e.outstanding--
 	if e.outstanding == 0 {
-		close(e.idle)
+		e.flipLocked()
 	}
 	e.omu.Unlock()
+}
+
+// flipLocked wakes whoever waits for outstanding to go from zero to more
+// or back; e.omu is held.
+func (e *engine) flipLocked() {
+	close(e.flip)
+	e.flip = make(chan struct{})
 }
 
 // goLocked runs fn on a goroutine Close joins; e.omu is held. It reports
@@ -126,48 +132,89 @@ func (e *engine) goLocked(fn func()) bool {
 	return true
 }
 
-// idleChan returns the channel closed when nothing counted by outstanding
-// is left, and whether there is any now (if not, the channel is an old
-// one).
-func (e *engine) idleChan() (<-chan struct{}, bool) {
+// flipChan returns the channel closed when outstanding next goes from
+// zero to more or back, and whether it is more than zero now.
+func (e *engine) flipChan() (<-chan struct{}, bool) {
 	e.omu.Lock()
 	defer e.omu.Unlock()
-	return e.idle, e.outstanding > 0
+	return e.flip, e.outstanding > 0
 }
 
-// waitIdle waits until nothing counted by outstanding is left; it reports
-// whether there was any to wait for.
-func (e *engine) waitIdle(ctx context.Context) (bool, error) {
-	ch, busy := e.idleChan()
-	if !busy {
-		return false, nil
-	}
-	select {
-	case <-ch:
-		return true, nil
-	case <-ctx.Done():
-		return true, ctx.Err()
-	}
-}
-
-// flush waits until every record given to the engine, whichever producer
-// gave it, has its outcome delivered: what a transaction's end and the
-// last Close wait for.
-func (e *engine) flush(ctx context.Context) error {
-	// A failed record may wait for a cluster verdict and then go to a new
-	// client, and a replaced client fails its records as it closes: flush,
-	// wait for such records, and flush again until none is left, so that
-	// every done callback has run when flush returns.
+// waitIdle waits until the engine's own work (outstanding) is over.
+func (e *engine) waitIdle(ctx context.Context) error {
 	for {
-		if err := e.cur.Load().cl.Flush(ctx); err != nil {
-			return err
-		}
-		waited, err := e.waitIdle(ctx)
-		if err != nil {
-			return err
-		}
-		if !waited {
+		ch, busy := e.flipChan()
+		if !busy {
 			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// flush waits until every record given to the engine before the call,
+// whichever producer gave it, has its outcome delivered: what a
+// transaction's end and the last Close wait for. Records given meanwhile
+// are not waited for.
+func (e *engine) flush(ctx context.Context) error {
+	return e.await(ctx, e.sealAll()...)
+}
+
+// await waits until the records of eps, sealed epochs, and of the epochs
+// sealed before them have their outcomes delivered, flushing the current
+// client meanwhile so that none lingers.
+func (e *engine) await(ctx context.Context, eps ...*epoch) error {
+	for _, ep := range eps {
+		for _, x := range ep.chain() {
+			if err := e.awaitOne(ctx, x); err != nil {
+				return err
+			}
+		}
+		ep.settled()
+	}
+	return nil
+}
+
+// awaitOne waits until ep is done. franz-go's Flush of the client runs
+// meanwhile and is cut short once ep is done: records given by others
+// since are sent sooner, but not waited for. A record may be done only
+// after the client holds nothing of it: its promise runs after the client
+// let it go (a record franz-go failed before buffering it, a replaced
+// client's), it waits for a cluster verdict, goes to a new client, or its
+// callback runs; the client is flushed again whenever the engine's own
+// work on records ends or begins, as a new client may hold them.
+func (e *engine) awaitOne(ctx context.Context, ep *epoch) error {
+	for {
+		select {
+		case <-ep.done:
+			return nil
+		default:
+		}
+		cl := e.cur.Load().cl
+		fctx, cancel := context.WithCancel(ctx)
+		flushed := make(chan error, 1)
+		go func() { flushed <- cl.Flush(fctx) }()
+		select {
+		case <-ep.done:
+			cancel()
+			<-flushed
+			return nil
+		case err := <-flushed:
+			cancel()
+			if err != nil {
+				return err // ctx ended
+			}
+		}
+		flip, _ := e.flipChan()
+		select {
+		case <-ep.done:
+			return nil
+		case <-flip:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
@@ -196,11 +243,12 @@ func (e *engine) close(ctx context.Context) error {
 		closeClient(cl)
 		// Nothing is sent again now and nothing waits for a verdict: what
 		// is left ends without waiting on the network.
-		_, _ = e.waitIdle(context.Background())
+		_ = e.waitIdle(context.Background())
 		e.omu.Lock()
 		e.joined = true
 		e.omu.Unlock()
 		e.wg.Wait()
+		e.refusals.join()
 	}()
 	select {
 	case <-done:

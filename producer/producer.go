@@ -122,6 +122,8 @@ func (p *Producer[K, V]) withFollow(l link.Producer) *Producer[K, V] {
 func newMember[K, V any](e *engine, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
 	p := &Producer[K, V]{keys: keys, values: values}
 	p.e = e
+	p.eps.init()
+	e.add(&p.member)
 	// A serializer of type bytesSerializer is a Serializer[[]byte]: K
 	// (V) is then []byte itself (see prepare).
 	_, p.rawKeys = any(keys).(bytesSerializer)
@@ -178,7 +180,7 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	p.begin(1)
+	begin(x)
 	if p.closed.Load() {
 		p.e.refuse(x, kgo.ErrClientClosed)
 		<-w.ch
@@ -268,7 +270,7 @@ func (p *Producer[K, V]) ProduceSync(ctx context.Context, records ...Record[K, V
 		xs[i] = x
 	}
 	wg.Add(len(xs))
-	p.begin(len(xs))
+	beginAll(xs)
 	if p.closed.Load() {
 		for _, x := range xs {
 			p.e.refuse(x, kgo.ErrClientClosed)
@@ -293,7 +295,7 @@ func (p *Producer[K, V]) ProduceAsync(ctx context.Context, r Record[K, V], done 
 	if err != nil {
 		return err
 	}
-	p.begin(1)
+	begin(x)
 	if p.closed.Load() {
 		p.e.refuse(x, kgo.ErrClientClosed)
 		return nil

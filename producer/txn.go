@@ -213,8 +213,7 @@ func (e *engine) abortBuffered(ctx context.Context, c *current) error {
 	if err := c.cl.AbortBufferedRecords(ctx); err != nil {
 		return err
 	}
-	_, err := e.waitIdle(ctx)
-	return err
+	return e.flush(ctx)
 }
 
 // txnMoved reports a cluster change since the open transaction began, once
