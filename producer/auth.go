@@ -1,12 +1,9 @@
 package producer
 
 import (
-	"errors"
-	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kconsist/kconsist"
 	"github.com/kconsist/kconsist/internal/link"
@@ -29,9 +26,11 @@ type authState struct {
 	// failure holds, so that a record costs one atomic load and calls
 	// the watch only while the flag is set.
 	failing *atomic.Bool
-	// aborting is set (under engine.omu) while buffered records are
-	// being failed for a failure; again, that another failure or a
-	// record given to the client meanwhile asks for one more round.
+	// mu guards aborting and again. aborting is set while buffered
+	// records are being failed for a failure; again, that another
+	// failure or a record given to the client meanwhile asks for one
+	// more round.
+	mu              sync.Mutex
 	aborting, again bool
 	// syncing counts synchronous sends between their check of the
 	// failure and the end of their ProduceSync: their records may reach
@@ -75,9 +74,9 @@ func (e *engine) stopAuth() {
 // another round here, and rounds go on while synchronous sends that checked
 // before the failure may still be giving the client records.
 func (e *engine) authFailed(error) {
-	e.omu.Lock()
-	defer e.omu.Unlock()
-	if e.shut {
+	e.auth.mu.Lock()
+	defer e.auth.mu.Unlock()
+	if e.stop.Err() != nil { // Close closes the client
 		return
 	}
 	if e.auth.aborting {
@@ -85,7 +84,7 @@ func (e *engine) authFailed(error) {
 		return
 	}
 	cl := e.cur.Load().cl
-	e.auth.aborting = e.goLocked(func() {
+	e.auth.aborting = e.tasks.start(func() {
 		for abort := true; ; {
 			if abort {
 				// Close ends the wait (stop) and then closes the client.
@@ -109,10 +108,10 @@ func (e *engine) authFailed(error) {
 // records. It decides under the lock authFailed takes, so a failure after
 // an abort ended starts a new one.
 func (e *engine) nextAbortRound(syncing bool) (again, goOn bool) {
-	e.omu.Lock()
-	defer e.omu.Unlock()
+	e.auth.mu.Lock()
+	defer e.auth.mu.Unlock()
 	again, e.auth.again = e.auth.again, false
-	if e.shut || !again && !syncing {
+	if e.stop.Err() != nil || !again && !syncing {
 		e.auth.aborting = false
 		return again, false
 	}
@@ -152,34 +151,4 @@ func (e *engine) authRefusal(topic string) error {
 		return &kconsist.AuthError{Topic: topic, Err: err}
 	}
 	return nil
-}
-
-// authAttributed returns the error to report for x, which franz-go gave up
-// with err, if the cluster refuses the client; nil otherwise.
-func (e *engine) authAttributed(x *inflight, err error) error {
-	if e.sess.Auth == nil || !givenUp(err) {
-		return nil
-	}
-	if cause := e.sess.Auth.AuthFailure(); cause != nil {
-		return &kconsist.AuthError{Topic: x.rec.Topic, Err: cause, Gave: err}
-	}
-	return nil
-}
-
-// authCause adds the failure that holds, if any, to err, the error of a
-// Produce whose context ended first.
-func (e *engine) authCause(err error) error {
-	if e.sess.Auth == nil {
-		return err
-	}
-	if cause := e.sess.Auth.AuthFailure(); cause != nil {
-		return fmt.Errorf("%w: the cluster refuses the client: %w", err, cause)
-	}
-	return err
-}
-
-// givenUp reports whether err is franz-go giving a record up without a
-// broker's answer: what an authentication failure shows as.
-func givenUp(err error) bool {
-	return errors.Is(err, kgo.ErrAborting) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries)
 }

@@ -57,9 +57,9 @@ func (a *racingAuth) AuthFailure() error {
 		// synchronous sends still checking, as it should, ends
 		// only once the record came: wait for it a little.)
 		for range 50 {
-			a.e.omu.Lock()
+			a.e.auth.mu.Lock()
 			busy := a.e.auth.aborting
-			a.e.omu.Unlock()
+			a.e.auth.mu.Unlock()
 			if !busy {
 				break
 			}

@@ -20,9 +20,9 @@ type engine struct {
 	// sess is how the engine meets the factory's session: set before the
 	// engine is used (newEngine, follow) and never changed.
 	sess link.Producer
-	// clock is sess.Marks' clock, nil without marks: loaded for every
-	// record.
-	clock *atomic.Uint64
+	// attr attributes failures to their causes (attribute.go); set
+	// with sess.
+	attr attributor
 
 	vmu sync.Mutex // guards views, released and members
 	// views counts the producers attached and not closed; released is
@@ -51,32 +51,12 @@ type engine struct {
 	// check.
 	lastRecheck atomic.Int64
 
-	// Outcomes are delivered in the order franz-go gives them, which
-	// keeps its per-partition order: the promise delivers one itself
-	// only while nothing waits in queue; otherwise it joins the queue,
-	// which one goroutine (drain) works through. A failed record may wait
-	// there for a cluster verdict, which a promise must not do.
-	queued atomic.Int64 // in queue or being handled by drain
+	// The parts below own their state; the engine wires them (newEngine).
+	out   outcomes // outcomes in order (outcome.go)
+	work  *work    // the engine's own work on records (outcome.go)
+	tasks tasks    // goroutines Close joins (outcome.go)
 
-	omu sync.Mutex // guards the fields below, down to wg, and auth.aborting/again
-	// queue: outcomes waiting for their turn; draining: a drain
-	// goroutine runs.
-	queue    []outcome
-	draining bool
-	// outstanding counts the engine's own work on records: outcomes of
-	// records a client gave back waiting in queue, records sent again
-	// until their promise ran, and replaced clients until every promise
-	// of theirs ran. A flush whose client holds nothing of its records
-	// flushes again once that work is over; records refused unsent are
-	// not counted, as nothing is to be flushed for them. flip is closed
-	// and replaced whenever outstanding goes from zero to more or back.
-	outstanding int
-	flip        chan struct{}
-	shut        bool           // Close closes the last client: nothing is sent again
-	joined      bool           // Close waited for everything: no goroutine starts
-	wg          sync.WaitGroup // goroutines Close joins (goLocked)
-
-	stop    context.Context // done once shut, for waits of drain
+	stop    context.Context // done once Close closes the last client, for waits of drain
 	stopNow context.CancelFunc
 
 	refusals refusals // records refused unsent (see refusal.go)
@@ -117,7 +97,8 @@ func recordHooks(cl *kgo.Client) bool {
 // newEngine makes an engine on cl that meets its session as l says; no
 // producer is attached yet (see Join).
 func newEngine(cl *kgo.Client, l link.Producer) *engine {
-	e := &engine{flip: make(chan struct{})}
+	e := &engine{work: newWork()}
+	e.out = outcomes{v: e, work: e.work, tasks: &e.tasks}
 	e.promise = e.promised()
 	e.stop, e.stopNow = context.WithCancel(context.Background())
 	e.cur.Store(newCurrent(cl, 0, 0))
@@ -136,10 +117,7 @@ func newEngine(cl *kgo.Client, l link.Producer) *engine {
 // the records at once (see pinnedChange).
 func (e *engine) follow(l link.Producer) {
 	e.sess = l
-	e.clock = nil
-	if l.Marks != nil {
-		e.clock = l.Marks.Clock()
-	}
+	e.attr = newAttributor(l.Marks, l.Auth)
 	if l.Watch != nil {
 		c := e.cur.Load()
 		e.cur.Store(newCurrent(c.cl, l.Watch.Generation(), c.seq))
@@ -221,20 +199,7 @@ func (e *engine) isReleased() bool {
 
 // incNow returns the low bits of the INCONSISTENT_METADATA clock (0
 // without one).
-func (e *engine) incNow() uint32 {
-	if n := e.clock; n != nil {
-		return uint32(n.Load())
-	}
-	return 0
-}
-
-// clockNow returns the INCONSISTENT_METADATA clock (0 without one).
-func (e *engine) clockNow() uint64 {
-	if n := e.clock; n != nil {
-		return n.Load()
-	}
-	return 0
-}
+func (e *engine) incNow() uint32 { return uint32(e.attr.now()) }
 
 // send gives r to the current client; its done is called once with the
 // final outcome.

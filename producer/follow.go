@@ -192,14 +192,10 @@ func (e *engine) resend(old ref, err error) {
 	x := old.x
 	r := &x.rec
 	fresh := newRef(&tag{ctx: old.ctx(), resent: true, m: x.tag.m, ep: x.tag.ep}, x.done, r.Topic, r.Key, r.Value, r.Headers, r.Partition, r.Timestamp)
-	e.omu.Lock()
-	if e.shut {
-		e.omu.Unlock()
+	if !e.work.beginUnlessShut() { // ended by settle, once fresh's promise ran
 		deliver(x, errors.Join(err, kgo.ErrClientClosed))
 		return
 	}
-	e.beginLocked() // ended by settle, once fresh's promise ran
-	e.omu.Unlock()
 	e.send(fresh)
 }
 
@@ -233,13 +229,11 @@ func (e *engine) followChange(gen uint64, old uint32) error {
 // and closes c in the background; e.mu is held.
 func (e *engine) replaceLocked(c *current, next *kgo.Client, gen uint64) {
 	e.cur.Store(newCurrent(next, gen, c.seq+1))
-	e.omu.Lock()
-	e.beginLocked() // flush waits until the old client's records are back
-	started := e.goLocked(func() { defer e.end(); closeClient(c.cl) })
-	e.omu.Unlock()
-	if !started { // Close joined already; cannot be, as it waits for e.mu first
+	e.work.begin() // flush waits until the old client's records are back
+	if !e.tasks.start(func() { defer e.work.end(); closeClient(c.cl) }) {
+		// Close joined already; cannot be, as it waits for e.mu first.
 		closeClient(c.cl)
-		e.end()
+		e.work.end()
 	}
 }
 
@@ -250,4 +244,25 @@ func (e *engine) replaceLocked(c *current, next *kgo.Client, gen uint64) {
 func closeClient(cl *kgo.Client) {
 	cl.Close()
 	_ = cl.Flush(context.Background()) // cannot fail without a deadline
+}
+
+// settle is a record's outcome from the client it was given to: err, if
+// any, attributed to its cause, delivered in order (outcomes).
+func (e *engine) settle(r ref, err error) {
+	if r.x.takeResent() {
+		// The engine sent it again, and counted that as its own work:
+		// count it off once the outcome is delivered or queued.
+		defer e.work.end()
+	}
+	if err != nil {
+		err = e.attr.attribute(r.x, err)
+	}
+	e.out.settle(r, err)
+}
+
+// awaitsVerdict implements verdicts: a failed record waits for the
+// cluster verdict when the producer follows the cluster, its caller still
+// waits, and Close has not closed the last client.
+func (e *engine) awaitsVerdict(r ref) bool {
+	return e.sess.Watch != nil && r.ctx().Err() == nil && e.stop.Err() == nil
 }

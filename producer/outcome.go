@@ -3,7 +3,29 @@ package producer
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 )
+
+// Outcome ordering: the outcomes of records a client gave back are
+// delivered in the order franz-go gives them, which keeps its
+// per-partition order. The promise delivers one itself only while nothing
+// waits in the queue; otherwise it joins the queue, which one goroutine
+// (drain) works through. A failed record may wait there for a cluster
+// verdict, which a promise must not do. What the verdict is, and what a
+// failed record becomes, is the follower's (follow.go), met through
+// verdicts.
+
+// verdicts is what the outcome queue asks of the part that follows
+// cluster changes (the engine, follow.go).
+type verdicts interface {
+	// awaitsVerdict reports whether r, which failed, waits for the
+	// cluster verdict before its outcome is known.
+	awaitsVerdict(r ref) bool
+	// afterFailure decides, once the verdict is in, what r becomes, and
+	// delivers its outcome or sends it again.
+	afterFailure(r ref, err error)
+}
 
 // outcome is a record's outcome waiting for its turn.
 type outcome struct {
@@ -11,41 +33,75 @@ type outcome struct {
 	err error
 }
 
-// settle delivers r's outcome, or queues it behind outcomes that wait.
-func (e *engine) settle(r ref, err error) {
-	if r.x.takeResent() {
-		// The engine's flush waited for this promise: count it off once
-		// the outcome is delivered or queued.
-		defer e.end()
-	}
-	if err != nil {
-		err = e.attribute(r.x, err)
-	}
-	if e.queued.Load() == 0 && (err == nil || !e.awaitsVerdict(r)) {
+// outcomes is the queue of outcomes and its goroutine.
+type outcomes struct {
+	v     verdicts
+	work  *work  // counts each outcome in queue as the engine's own work
+	tasks *tasks // runs drain
+
+	// queued counts outcomes in queue or being handled by drain: read
+	// for every record, so an atomic, changed under mu.
+	queued atomic.Int64
+
+	mu       sync.Mutex // guards queue and draining
+	queue    []outcome
+	draining bool // a drain goroutine runs
+}
+
+// settle delivers r's outcome, err already attributed, or queues it behind
+// outcomes that wait.
+func (o *outcomes) settle(r ref, err error) {
+	if o.queued.Load() == 0 && (err == nil || !o.v.awaitsVerdict(r)) {
 		// Nothing of this client's waits before it (this client's
 		// promises run one at a time, and drain counts an outcome off
 		// only after delivering it).
 		deliver(r.x, err)
 		return
 	}
-	e.enqueue(outcome{r: r, err: err})
+	o.enqueue(outcome{r: r, err: err})
 }
 
-// enqueue puts o behind the outcomes that wait; drain delivers it.
-func (e *engine) enqueue(o outcome) {
-	e.omu.Lock()
-	if e.joined { // only for a record a closed client gave back late
-		e.omu.Unlock()
-		deliver(o.r.x, o.err)
-		return
+// enqueue puts oc behind the outcomes that wait; drain delivers it.
+func (o *outcomes) enqueue(oc outcome) {
+	o.mu.Lock()
+	if !o.draining {
+		if !o.tasks.start(o.drain) {
+			// Close joined its goroutines: only for a record a closed
+			// client gave back late. Nothing waits in queue.
+			o.mu.Unlock()
+			deliver(oc.r.x, oc.err)
+			return
+		}
+		o.draining = true
 	}
-	e.queue = append(e.queue, o)
-	e.queued.Add(1)
-	e.beginLocked()
-	if !e.draining {
-		e.draining = e.goLocked(e.drain)
+	o.queue = append(o.queue, oc)
+	o.queued.Add(1)
+	o.work.begin()
+	o.mu.Unlock()
+}
+
+// drain works through the queue, in order, until it is empty.
+func (o *outcomes) drain() {
+	for {
+		o.mu.Lock()
+		if len(o.queue) == 0 {
+			o.queue = nil
+			o.draining = false
+			o.mu.Unlock()
+			return
+		}
+		oc := o.queue[0]
+		o.queue[0] = outcome{}
+		o.queue = o.queue[1:]
+		o.mu.Unlock()
+		if oc.err != nil && o.v.awaitsVerdict(oc.r) {
+			o.v.afterFailure(oc.r, oc.err)
+		} else {
+			deliver(oc.r.x, oc.err)
+		}
+		o.queued.Add(-1)
+		o.work.end()
 	}
-	e.omu.Unlock()
 }
 
 // deliver hands x's final outcome to its callback, and then counts the
@@ -62,88 +118,85 @@ func deliver(x *inflight, err error) {
 	}
 }
 
-// awaitsVerdict reports whether r, which failed, waits for the cluster
-// verdict before its outcome is known.
-func (e *engine) awaitsVerdict(r ref) bool {
-	return e.sess.Watch != nil && r.ctx().Err() == nil && e.stop.Err() == nil
+// work counts the engine's own work on records: outcomes of records a
+// client gave back waiting in queue, records sent again until their
+// promise ran, and replaced clients until every promise of theirs ran. A
+// flush whose client holds nothing of its records flushes again once that
+// work ends or begins; records refused unsent are not counted, as nothing
+// is to be flushed for them.
+type work struct {
+	mu sync.Mutex // guards the fields below
+	n  int
+	// flip is closed and replaced whenever n goes from zero to more or
+	// back.
+	flip chan struct{}
+	// shut: Close closes the last client, and nothing is sent again.
+	shut bool
 }
 
-// drain works through the queue, in order, until it is empty.
-func (e *engine) drain() {
-	for {
-		e.omu.Lock()
-		if len(e.queue) == 0 {
-			e.queue = nil
-			e.draining = false
-			e.omu.Unlock()
-			return
-		}
-		o := e.queue[0]
-		e.queue[0] = outcome{}
-		e.queue = e.queue[1:]
-		e.omu.Unlock()
-		if o.err != nil && e.awaitsVerdict(o.r) {
-			e.afterFailure(o.r, o.err)
-		} else {
-			deliver(o.r.x, o.err)
-		}
-		e.queued.Add(-1)
-		e.end()
-	}
+func newWork() *work { return &work{flip: make(chan struct{})} }
+
+// begin counts one more piece of work.
+func (w *work) begin() {
+	w.mu.Lock()
+	w.beginLocked()
+	w.mu.Unlock()
 }
 
-// beginLocked counts one more piece of the engine's own work (see
-// outstanding); e.omu is held.
-func (e *engine) beginLocked() {
-	if e.outstanding == 0 {
-		e.flipLocked()
-	}
-	e.outstanding++
-}
-
-// end counts one piece of the engine's own work off.
-func (e *engine) end() {
-	e.omu.Lock()
-	e.outstanding--
-	if e.outstanding == 0 {
-		e.flipLocked()
-	}
-	e.omu.Unlock()
-}
-
-// flipLocked wakes whoever waits for outstanding to go from zero to more
-// or back; e.omu is held.
-func (e *engine) flipLocked() {
-	close(e.flip)
-	e.flip = make(chan struct{})
-}
-
-// goLocked runs fn on a goroutine Close joins; e.omu is held. It reports
-// false, running nothing, once Close has joined them.
-func (e *engine) goLocked(fn func()) bool {
-	if e.joined {
+// beginUnlessShut counts one more record sent again, unless Close closes
+// the last client; it reports whether it counted it.
+func (w *work) beginUnlessShut() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.shut {
 		return false
 	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		fn()
-	}()
+	w.beginLocked()
 	return true
 }
 
-// flipChan returns the channel closed when outstanding next goes from
-// zero to more or back, and whether it is more than zero now.
-func (e *engine) flipChan() (<-chan struct{}, bool) {
-	e.omu.Lock()
-	defer e.omu.Unlock()
-	return e.flip, e.outstanding > 0
+func (w *work) beginLocked() {
+	if w.n == 0 {
+		w.flipLocked()
+	}
+	w.n++
 }
 
-// waitIdle waits until the engine's own work (outstanding) is over.
-func (e *engine) waitIdle(ctx context.Context) error {
+// end counts one piece of work off.
+func (w *work) end() {
+	w.mu.Lock()
+	w.n--
+	if w.n == 0 {
+		w.flipLocked()
+	}
+	w.mu.Unlock()
+}
+
+func (w *work) flipLocked() {
+	close(w.flip)
+	w.flip = make(chan struct{})
+}
+
+// shutDown marks that Close closes the last client: no record is sent
+// again.
+func (w *work) shutDown() {
+	w.mu.Lock()
+	w.shut = true
+	w.mu.Unlock()
+}
+
+// state returns the channel closed when the work next goes from none to
+// some or back, and whether there is some now.
+func (w *work) state() (<-chan struct{}, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flip, w.n > 0
+}
+
+// wait waits until no work is left.
+func (w *work) wait(ctx context.Context) error {
 	for {
-		ch, busy := e.flipChan()
+		ch, busy := w.state()
 		if !busy {
 			return nil
 		}
@@ -153,6 +206,37 @@ func (e *engine) waitIdle(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// tasks are the goroutines an engine starts, which its last Close joins.
+type tasks struct {
+	mu     sync.Mutex // guards joined
+	joined bool       // Close joined them: no goroutine starts
+	wg     sync.WaitGroup
+}
+
+// start runs fn on a goroutine Close joins. It reports false, running
+// nothing, once Close has joined them.
+func (t *tasks) start(fn func()) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.joined {
+		return false
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// join waits for every goroutine started; none starts afterwards.
+func (t *tasks) join() {
+	t.mu.Lock()
+	t.joined = true
+	t.mu.Unlock()
+	t.wg.Wait()
 }
 
 // flush waits until every record given to the engine before the call,
@@ -208,7 +292,7 @@ func (e *engine) awaitOne(ctx context.Context, ep *epoch) error {
 				return err // ctx ended
 			}
 		}
-		flip, _ := e.flipChan()
+		flip, _ := e.work.state()
 		select {
 		case <-ep.done:
 			return nil
@@ -234,20 +318,15 @@ func (e *engine) close(ctx context.Context) error {
 	go func() {
 		defer close(done)
 		e.mu.Lock() // no client swap in progress
-		e.omu.Lock()
-		e.shut = true
-		e.omu.Unlock()
+		e.work.shutDown()
 		e.stopNow()
 		cl := e.cur.Load().cl
 		e.mu.Unlock()
 		closeClient(cl)
 		// Nothing is sent again now and nothing waits for a verdict: what
 		// is left ends without waiting on the network.
-		_ = e.waitIdle(context.Background())
-		e.omu.Lock()
-		e.joined = true
-		e.omu.Unlock()
-		e.wg.Wait()
+		_ = e.work.wait(context.Background())
+		e.tasks.join()
 		e.refusals.join()
 	}()
 	select {

@@ -196,19 +196,16 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 	// franz-go's ProduceSync returns only once the record has its outcome,
 	// which a broker holding the request behind the token may delay for
 	// long: the caller's context ends the wait, not the record.
-	clock0 := p.e.clockNow()
+	clock0 := p.e.attr.now()
 	topic := r.Topic
-	p.e.omu.Lock()
-	started := p.e.goLocked(func() { p.e.sendSync(ctx, xs[:], recs[:]) })
-	p.e.omu.Unlock()
-	if !started {
+	if !p.e.tasks.start(func() { p.e.sendSync(ctx, xs[:], recs[:]) }) {
 		p.e.sendSync(ctx, xs[:], recs[:])
 	}
 	select {
 	case <-w.ch:
 		return w.r, w.err
 	case <-ctx.Done():
-		return Result{}, p.e.gaveUp(ctx, topic, clock0)
+		return Result{}, p.e.attr.gaveUp(ctx, topic, clock0)
 	}
 }
 

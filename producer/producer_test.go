@@ -321,7 +321,7 @@ type sliceCtx struct {
 // is updated in place.
 func TestPrimeKeepsTag(t *testing.T) {
 	var clock atomic.Uint64
-	e := &engine{clock: &clock}
+	e := &engine{attr: attributor{clock: &clock}}
 	e.cur.Store(&current{seq: 3})
 	p := newMember(e, String(), String())
 	mk := func() ref {

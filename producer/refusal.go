@@ -36,7 +36,7 @@ func (e *engine) refuse(r ref, err error) {
 	if r.x.takeResent() {
 		// The engine sent it again and counted that as its own work:
 		// that ended.
-		defer e.end()
+		defer e.work.end()
 	}
 	e.refusals.add(r.x, err)
 }
