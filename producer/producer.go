@@ -303,20 +303,25 @@ func (p *Producer[K, V]) ProduceAsync(ctx context.Context, r Record[K, V], done 
 
 func ignoreResult(Result, error) {}
 
-// Flush waits until every record this producer produced so far is
-// acknowledged or failed, and its done callback returned. Records of other
-// producers sharing the client (see Producer) are sent at once meanwhile,
-// lingering no more, but Flush does not wait for them.
+// Flush waits until every record this producer was given before the call
+// is acknowledged or failed, and its done callback returned. Records given
+// meanwhile (by other goroutines) are not waited for, so Flush ends while
+// others keep producing. Records of other producers sharing the client
+// (see Producer) are sent at once meanwhile, lingering no more, but Flush
+// does not wait for them.
 func (p *Producer[K, V]) Flush(ctx context.Context) error { return p.flush(ctx) }
 
 // Close flushes (bounded by ctx) and closes the producer; records it is
-// given afterwards fail with kgo.ErrClientClosed.
+// given once Close began fail with kgo.ErrClientClosed, unsent, and Close
+// does not wait for them: it ends while other goroutines keep producing.
 //
 // Close of the last producer on a client (the only one, unless it is
 // shared: see Producer) closes the client. Records still buffered when ctx
 // ends fail with an error. When Close returns nil, no record is sent any
 // more, not even one a cluster change would have sent again, and every
-// done callback has run. When ctx ends first, Close returns its error at
+// done callback of the records given before Close has run (a record given
+// after Close returned gets its callback before ProduceAsync returns).
+// When ctx ends first, Close returns its error at
 // once and the closing finishes in the background (franz-go's own Close
 // takes at most about a second more).
 //
