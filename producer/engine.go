@@ -125,8 +125,11 @@ func (e *engine) follow(l link.Producer) {
 			e.cancel = l.Watch.OnChange(e.pinnedChange)
 		}
 	}
-	e.watchAuth(l.Auth)
+	e.auth.watch(l.Auth, e.client, &e.tasks, e.stop)
 }
+
+// client returns the current client.
+func (e *engine) client() *kgo.Client { return e.cur.Load().cl }
 
 // pinned reports whether e is pinned to one cluster: it fails records a
 // change cut off instead of following.
@@ -208,8 +211,8 @@ func (e *engine) send(r ref) {
 		e.refuse(r, changedError(r.x.rec.Topic, refused))
 		return
 	}
-	if e.authFailing() { // one atomic load while the cluster accepts the client
-		if err := e.authRefusal(r.x.rec.Topic); err != nil {
+	if e.auth.mayFail() { // one atomic load while the cluster accepts the client
+		if err := e.auth.refusal(r.x.rec.Topic); err != nil {
 			e.refuse(r, err)
 			return
 		}
@@ -228,8 +231,8 @@ func (e *engine) send(r ref) {
 	} else {
 		c.cl.Produce(r.ctx(), &r.x.rec, e.promise)
 	}
-	if e.authFailing() {
-		e.authRecheck()
+	if e.auth.mayFail() {
+		e.auth.recheck()
 	}
 	e.recheckRefused()
 }
@@ -247,14 +250,14 @@ func (e *engine) sendSync(ctx context.Context, rs []ref, recs []*kgo.Record) {
 		}
 		return
 	}
-	if e.sess.Auth != nil {
+	if e.auth.w != nil {
 		// Counted before the check: an abort for a failure stored after
-		// it goes on until these records reached the client (authFailed).
+		// it goes on until these records reached the client (authState.failed).
 		e.auth.syncing.Add(1)
 		defer e.auth.syncing.Add(-1)
-		if e.authFailing() && e.authRefusal("") != nil {
+		if e.auth.mayFail() && e.auth.refusal("") != nil {
 			for _, r := range rs {
-				e.refuse(r, e.authRefusal(r.x.rec.Topic))
+				e.refuse(r, e.auth.refusal(r.x.rec.Topic))
 			}
 			return
 		}

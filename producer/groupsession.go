@@ -139,7 +139,7 @@ func (s *GroupTransactSession[K, V]) Begin() error {
 	if err := s.failedNow(); err != nil {
 		return err
 	}
-	if err := s.p.e.authRefusal(""); err != nil {
+	if err := s.p.e.auth.refusal(""); err != nil {
 		return err
 	}
 	if f := s.p.e.txn.from.Load(); f == nil || *f == "" {

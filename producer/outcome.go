@@ -309,7 +309,7 @@ func (e *engine) close(ctx context.Context) error {
 	if e.cancel != nil {
 		e.cancel()
 	}
-	e.stopAuth()
+	e.auth.stopWatch()
 	err := e.flush(ctx)
 	// franz-go's Close can take a while of its own (it gives a last client
 	// metrics push up to 1s, which a broker holding requests delays): the

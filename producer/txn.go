@@ -131,7 +131,7 @@ func (e *engine) beginTxn() error {
 	if r := e.refused.Load(); r != nil && e.stillRefused() {
 		return fmt.Errorf("producer: BeginTransaction: %w", r)
 	}
-	if err := e.authRefusal(""); err != nil {
+	if err := e.auth.refusal(""); err != nil {
 		return err
 	}
 	c := e.cur.Load()
