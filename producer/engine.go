@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kconsist/kconsist/internal/link"
-	"github.com/kconsist/kconsist/rebootstrap"
 )
 
 // engine is what the producers of one franz-go client do with a serialized
@@ -40,17 +39,9 @@ type engine struct {
 
 	mu sync.Mutex // serializes replacing cur (followChange, retire, close)
 
-	topics sync.Map // topics a pinned producer sent to (noteTopic)
-	cancel func()   // ends the OnChange subscription of a pinned producer
+	pin    pinState // a pinned producer's side of cluster changes (pin.go)
 	auth   authState
 	closed atomic.Bool // Close began: no new client
-	// refused is set while a pinned producer's cluster is gone from
-	// behind the bootstrap servers (pinRefusal): records fail at once.
-	refused atomic.Pointer[rebootstrap.ClusterChangedError]
-	// lastRecheck is when (UnixNano) a refused record last asked for a
-	// check.
-	lastRecheck atomic.Int64
-
 	// The parts below own their state; the engine wires them (newEngine).
 	out   outcomes // outcomes in order (outcome.go)
 	work  *work    // the engine's own work on records (outcome.go)
@@ -118,11 +109,12 @@ func newEngine(cl *kgo.Client, l link.Producer) *engine {
 func (e *engine) follow(l link.Producer) {
 	e.sess = l
 	e.attr = newAttributor(l.Marks, l.Auth)
+	e.pin.pinTo(l, e.client)
 	if l.Watch != nil {
 		c := e.cur.Load()
 		e.cur.Store(newCurrent(c.cl, l.Watch.Generation(), c.seq))
 		if e.pinned() {
-			e.cancel = l.Watch.OnChange(e.pinnedChange)
+			e.pin.cancel = l.Watch.OnChange(e.pinnedChange)
 		}
 	}
 	e.auth.watch(l.Auth, e.client, &e.tasks, e.stop)
@@ -133,7 +125,7 @@ func (e *engine) client() *kgo.Client { return e.cur.Load().cl }
 
 // pinned reports whether e is pinned to one cluster: it fails records a
 // change cut off instead of following.
-func (e *engine) pinned() bool { return e.sess.Pin != "" }
+func (e *engine) pinned() bool { return e.pin.on() }
 
 // Join implements link.ProducerClient: it counts one more producer on e,
 // unless the last one closed it.
@@ -207,7 +199,7 @@ func (e *engine) incNow() uint32 { return uint32(e.attr.now()) }
 // send gives r to the current client; its done is called once with the
 // final outcome.
 func (e *engine) send(r ref) {
-	if refused := e.refused.Load(); refused != nil && e.stillRefused() {
+	if refused := e.pin.refused.Load(); refused != nil && e.pin.stillRefused() {
 		e.refuse(r, changedError(r.x.rec.Topic, refused))
 		return
 	}
@@ -234,7 +226,7 @@ func (e *engine) send(r ref) {
 	if e.auth.mayFail() {
 		e.auth.recheck()
 	}
-	e.recheckRefused()
+	e.pin.recheck()
 }
 
 // sendSync gives rs, all with context ctx, to the current client through
@@ -244,7 +236,7 @@ func (e *engine) send(r ref) {
 // keeps each partition's order among these records and after any record
 // this goroutine produced before (whose promise ran before theirs).
 func (e *engine) sendSync(ctx context.Context, rs []ref, recs []*kgo.Record) {
-	if refused := e.refused.Load(); refused != nil && e.stillRefused() {
+	if refused := e.pin.refused.Load(); refused != nil && e.pin.stillRefused() {
 		for _, r := range rs {
 			e.refuse(r, changedError(r.x.rec.Topic, refused))
 		}
@@ -276,7 +268,7 @@ func (e *engine) sendSync(ctx context.Context, rs []ref, recs []*kgo.Record) {
 		recs[i] = &r.x.rec
 	}
 	results := c.cl.ProduceSync(ctx, recs...)
-	e.recheckRefused()            // before the records are settled: nothing waits now
+	e.pin.recheck()               // before the records are settled: nothing waits now
 	var byRec map[*kgo.Record]ref // a hooked client's records, for many
 	for _, res := range results {
 		r, ok := refOf(res.Record.Context)
@@ -293,7 +285,7 @@ func (e *engine) sendSync(ctx context.Context, rs []ref, recs []*kgo.Record) {
 func (e *engine) prime(c *current, r ref) {
 	x := r.x
 	if e.pinned() {
-		e.noteTopic(x.rec.Topic)
+		e.pin.noteTopic(x.rec.Topic)
 	}
 	inc := e.incNow()
 	switch t := x.tag; {

@@ -306,8 +306,8 @@ func (e *engine) awaitOne(ctx context.Context, ep *epoch) error {
 // close flushes and closes the client; see Producer.Close.
 func (e *engine) close(ctx context.Context) error {
 	e.closed.Store(true)
-	if e.cancel != nil {
-		e.cancel()
+	if e.pin.cancel != nil {
+		e.pin.cancel()
 	}
 	e.auth.stopWatch()
 	err := e.flush(ctx)

@@ -128,7 +128,7 @@ func (e *engine) beginTxn() error {
 	if e.txn.open {
 		return errors.New("producer: BeginTransaction: a transaction is open already; end it first")
 	}
-	if r := e.refused.Load(); r != nil && e.stillRefused() {
+	if r := e.pin.refused.Load(); r != nil && e.pin.stillRefused() {
 		return fmt.Errorf("producer: BeginTransaction: %w", r)
 	}
 	if err := e.auth.refusal(""); err != nil {
