@@ -63,12 +63,15 @@
 //   - follow.go: following a cluster change, the engine's own: settling a
 //     record's outcome, waiting for the verdict on a failed record,
 //     swapping the client, sending the record again; a pinned producer's
-//     refusal and its retired client.
+//     retired client.
+//   - pin.go: a pinned producer's side of a change (pinState): refusing
+//     records while its cluster is gone, failing what the client holds.
 //   - attribute.go: error attribution (attributor): which failures
 //     brokers behind the token caused (the INCONSISTENT_METADATA marks and
 //     clock), which the cluster refusing the client caused, and the error
 //     of a Produce whose context ended first.
-//   - auth.go: records failed at once while the cluster refuses the client.
+//   - auth.go: the auth watch's side (authState): records failed at once
+//     while the cluster refuses the client, and the buffered ones aborted.
 //   - txn.go, groupsession.go: transactions (txnState), and
 //     GroupTransactSession.
 //
