@@ -41,7 +41,7 @@ type tag struct {
 	seq  uint32          // current.seq of the client the record was given to
 	inc0 uint32          // low bits of the INCONSISTENT_METADATA clock then
 	// resent marks a record's own tag: it was sent again after a failure,
-	// and Flush waits for its promise (see engine.outstanding).
+	// and a flush flushes again until its promise ran (see work).
 	resent bool
 	kind   ctxKind // what holds may compare ctx by
 	// m is the producer that made the record, and ep the epoch of m's

@@ -14,7 +14,7 @@ import "sync"
 // among those to keep, and a stream of refusals (goroutines that keep
 // producing to a closed producer) never holds up an acknowledgement
 // behind it, nor keeps the engine's own work from ending (see
-// engine.outstanding): a Flush or Close waits only for the refusals of
+// work, outcome.go): a Flush or Close waits only for the refusals of
 // records produced before it, through their epoch.
 type refusals struct {
 	mu sync.Mutex
