@@ -151,18 +151,18 @@ func TestAuthFailureRacingASend(t *testing.T) {
 func TestTxnBrokenNamesFirstCluster(t *testing.T) {
 	e := &engine{}
 	e.txn.on = true
-	e.sess = link.Producer{Clusters: names{now: "b", of: map[uint64]string{3: "a"}}}
+	e.txn.names = names{now: "b", of: map[uint64]string{3: "a"}}
 	e.txn.noteCluster(names{}, 3)
 	var moved *rebootstrap.ClusterChangedError
-	require.ErrorAs(t, e.txnBroken(), &moved)
+	require.ErrorAs(t, e.txn.breakOff(), &moved)
 	require.Equal(t, "a", moved.From)
 	require.Equal(t, "b", moved.To)
 
 	// Known when it began: that is what it names.
 	e = &engine{}
 	e.txn.on = true
-	e.sess = link.Producer{Clusters: names{now: "b", of: map[uint64]string{3: "x"}}}
+	e.txn.names = names{now: "b", of: map[uint64]string{3: "x"}}
 	e.txn.noteCluster(names{now: "a"}, 3)
-	require.ErrorAs(t, e.txnBroken(), &moved)
+	require.ErrorAs(t, e.txn.breakOff(), &moved)
 	require.Equal(t, "a", moved.From)
 }

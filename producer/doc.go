@@ -72,8 +72,10 @@
 //     of a Produce whose context ended first.
 //   - auth.go: the auth watch's side (authState): records failed at once
 //     while the cluster refuses the client, and the buffered ones aborted.
-//   - txn.go, groupsession.go: transactions (txnState), and
-//     GroupTransactSession.
+//   - txn.go, groupsession.go: transactions (txnState: what the open
+//     transaction is, whether a cluster change broke it; beginning and
+//     ending one, which flush and may replace the client, are the
+//     engine's), and GroupTransactSession.
 //
 // # Locks
 //

@@ -110,6 +110,7 @@ func (e *engine) follow(l link.Producer) {
 	e.sess = l
 	e.attr = newAttributor(l.Marks, l.Auth)
 	e.pin.pinTo(l, e.client)
+	e.txn.names = l.Clusters
 	if l.Watch != nil {
 		c := e.cur.Load()
 		e.cur.Store(newCurrent(c.cl, l.Watch.Generation(), c.seq))
@@ -211,7 +212,7 @@ func (e *engine) send(r ref) {
 	}
 	c := e.cur.Load()
 	if e.txn.on {
-		if err := e.txnRefusal(c); err != nil {
+		if err := e.txn.refusal(c.seq); err != nil {
 			e.refuse(r, changedError(r.x.rec.Topic, err))
 			return
 		}
@@ -256,7 +257,7 @@ func (e *engine) sendSync(ctx context.Context, rs []ref, recs []*kgo.Record) {
 	}
 	c := e.cur.Load()
 	if e.txn.on {
-		if err := e.txnRefusal(c); err != nil {
+		if err := e.txn.refusal(c.seq); err != nil {
 			for _, r := range rs {
 				e.refuse(r, changedError(r.x.rec.Topic, err))
 			}

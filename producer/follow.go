@@ -105,7 +105,7 @@ func (e *engine) afterFailure(r ref, err error) {
 		}
 		if e.txn.on {
 			// Its transaction is on the old cluster: it cannot move.
-			deliver(x, changedError(x.rec.Topic, e.txnBroken()))
+			deliver(x, changedError(x.rec.Topic, e.txn.breakOff()))
 			return
 		}
 		e.resend(r, err)

@@ -75,7 +75,7 @@ func (s *GroupTransactSession[K, V]) fail() *rebootstrap.ClusterChangedError {
 	if c := s.changed.Load(); c != nil {
 		return c
 	}
-	b := s.p.e.txnBroken()
+	b := s.p.e.txn.breakOff()
 	s.changed.CompareAndSwap(nil, b)
 	return s.changed.Load()
 }
@@ -144,7 +144,7 @@ func (s *GroupTransactSession[K, V]) Begin() error {
 	}
 	if f := s.p.e.txn.from.Load(); f == nil || *f == "" {
 		// Not known when the session was made; no change seen since.
-		s.p.e.txn.noteCluster(s.p.e.sess.Clusters, s.gen)
+		s.p.e.txn.noteCluster(s.p.e.txn.names, s.gen)
 	}
 	if err := s.s.Begin(); err != nil {
 		return fmt.Errorf("producer: GroupTransactSession.Begin: %w", err)
