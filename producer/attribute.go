@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist"
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/link"
 )
 
 // heldMetadataLead is how long before a record was produced a Metadata
@@ -28,14 +31,43 @@ import (
 // franz-go stamps at Produce when the caller leaves it zero.
 const heldMetadataLead = time.Second
 
+// attributor says what caused a failure, from what the session observed:
+// the INCONSISTENT_METADATA marks and clock (brokers behind the token), and
+// the auth watch (a cluster that refuses the client). It is set before the
+// engine is used and never changed; it keeps no state of its own.
+type attributor struct {
+	marks link.InconsistentMarks // nil without marks
+	// clock is marks' clock, nil without marks: loaded for every record.
+	clock *atomic.Uint64
+	auth  link.AuthWatch // nil without an auth watch
+}
+
+func newAttributor(marks link.InconsistentMarks, auth link.AuthWatch) attributor {
+	a := attributor{marks: marks, auth: auth}
+	if marks != nil {
+		a.clock = marks.Clock()
+	}
+	return a
+}
+
+// now returns the INCONSISTENT_METADATA clock (0 without one).
+func (a *attributor) now() uint64 {
+	if n := a.clock; n != nil {
+		return n.Load()
+	}
+	return 0
+}
+
 // attribute returns the error to report for x, which failed with err: a
 // record whose own partition was answered INCONSISTENT_METADATA while it
-// was in flight failed because brokers stayed behind the token.
-func (e *engine) attribute(x *inflight, err error) error {
-	if aerr := e.authAttributed(x, err); aerr != nil {
+// was in flight failed because brokers stayed behind the token, and a
+// record franz-go gave up while the cluster refuses the client failed
+// because of that.
+func (a *attributor) attribute(x *inflight, err error) error {
+	if aerr := a.authAttributed(x, err); aerr != nil {
 		return aerr
 	}
-	marks := e.sess.Marks
+	marks := a.marks
 	if marks == nil {
 		return err
 	}
@@ -44,7 +76,7 @@ func (e *engine) attribute(x *inflight, err error) error {
 		return staleError(err)
 	}
 	if errors.Is(err, kgo.ErrRecordTimeout) {
-		if int32(uint32(e.clock.Load())-x.tag.inc0) > 0 {
+		if int32(uint32(a.clock.Load())-x.tag.inc0) > 0 {
 			return staleError(err)
 		}
 		// Its topic's metadata may have been held back just before the
@@ -54,6 +86,24 @@ func (e *engine) attribute(x *inflight, err error) error {
 		}
 	}
 	return err
+}
+
+// authAttributed returns the error to report for x, which franz-go gave up
+// with err, if the cluster refuses the client; nil otherwise.
+func (a *attributor) authAttributed(x *inflight, err error) error {
+	if a.auth == nil || !givenUp(err) {
+		return nil
+	}
+	if cause := a.auth.AuthFailure(); cause != nil {
+		return &kconsist.AuthError{Topic: x.rec.Topic, Err: cause, Gave: err}
+	}
+	return nil
+}
+
+// givenUp reports whether err is franz-go giving a record up without a
+// broker's answer: what an authentication failure shows as.
+func givenUp(err error) bool {
+	return errors.Is(err, kgo.ErrAborting) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries)
 }
 
 // staleError marks the error of a record that failed while brokers kept
@@ -74,11 +124,16 @@ func staleError(err error) error {
 // gaveUp is the error of a Produce whose caller's context ended before the
 // record's outcome; the record itself may still be written. When brokers
 // answered INCONSISTENT_METADATA since clock0 (the clock when Produce
-// began), that is named as the likely reason it waited.
-func (e *engine) gaveUp(ctx context.Context, topic string, clock0 uint64) error {
+// began), that is named as the likely reason it waited, and a failure of
+// the cluster to accept the client that holds is named too.
+func (a *attributor) gaveUp(ctx context.Context, topic string, clock0 uint64) error {
 	err := fmt.Errorf("producer: record to %s not acknowledged before the context ended (it may still be written): %w", topic, context.Cause(ctx))
-	err = e.authCause(err)
-	if e.clock != nil && e.clock.Load() != clock0 {
+	if a.auth != nil {
+		if cause := a.auth.AuthFailure(); cause != nil {
+			err = fmt.Errorf("%w: the cluster refuses the client: %w", err, cause)
+		}
+	}
+	if a.clock != nil && a.clock.Load() != clock0 {
 		return fmt.Errorf("%w: %w", err, consistency.ErrInconsistentMetadata)
 	}
 	return err

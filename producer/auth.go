@@ -1,8 +1,8 @@
 package producer
 
 import (
-	"errors"
-	"fmt"
+	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,17 +21,26 @@ const authPauseEvery = 5 * time.Millisecond
 // franz-go retries a connection that fails SASL or certificate checks as
 // it would a broker that is down, so records would wait until their
 // delivery timeout. Records buffered when the failure is found fail with a
-// *kconsist.AuthError (authFailed), and records produced while it holds
-// fail at once, without reaching the client (authRefusal).
+// *kconsist.AuthError (failed), and records produced while it holds
+// fail at once, without reaching the client (refusal).
+//
+// It meets the engine through three values set once (watch): the current
+// client, the goroutines Close joins, and the context Close ends.
 type authState struct {
-	cancel func() // ends the subscription
+	w      link.AuthWatch     // nil without a watch
+	client func() *kgo.Client // the current client
+	tasks  *tasks
+	stop   context.Context // done once Close closes the last client
+	cancel func()          // ends the subscription
 	// failing is the watch's flag (nil without a watch): set whenever a
 	// failure holds, so that a record costs one atomic load and calls
 	// the watch only while the flag is set.
 	failing *atomic.Bool
-	// aborting is set (under engine.omu) while buffered records are
-	// being failed for a failure; again, that another failure or a
-	// record given to the client meanwhile asks for one more round.
+	// mu guards aborting and again. aborting is set while buffered
+	// records are being failed for a failure; again, that another
+	// failure or a record given to the client meanwhile asks for one
+	// more round.
+	mu              sync.Mutex
 	aborting, again bool
 	// syncing counts synchronous sends between their check of the
 	// failure and the end of their ProduceSync: their records may reach
@@ -39,30 +48,32 @@ type authState struct {
 	syncing atomic.Int32
 }
 
-// watchAuth subscribes e to a's failures.
-func (e *engine) watchAuth(a link.AuthWatch) {
-	if a != nil {
-		e.auth.failing = a.Failing()
-		e.auth.cancel = a.OnAuthFailure(e.authFailed)
+// watch subscribes a to w's failures, which it meets with the engine's
+// current client, goroutines and stop; before the engine is used.
+func (a *authState) watch(w link.AuthWatch, client func() *kgo.Client, t *tasks, stop context.Context) {
+	a.w, a.client, a.tasks, a.stop = w, client, t, stop
+	if w != nil {
+		a.failing = w.Failing()
+		a.cancel = w.OnAuthFailure(a.failed)
 	}
 }
 
-// authFailing reports whether a failure may hold: false without a watch,
-// and false at the cost of one atomic load while the cluster accepts the
-// client. Only when it is true need authRefusal or authRecheck be asked.
-func (e *engine) authFailing() bool {
-	f := e.auth.failing
+// mayFail reports whether a failure may hold: false without a watch, and
+// false at the cost of one atomic load while the cluster accepts the
+// client. Only when it is true need refusal or recheck be asked.
+func (a *authState) mayFail() bool {
+	f := a.failing
 	return f != nil && f.Load()
 }
 
-// stopAuth ends the subscription (Close).
-func (e *engine) stopAuth() {
-	if e.auth.cancel != nil {
-		e.auth.cancel()
+// stopWatch ends the subscription (Close).
+func (a *authState) stopWatch() {
+	if a.cancel != nil {
+		a.cancel()
 	}
 }
 
-// authFailed fails the records the current client holds: the cluster
+// failed fails the records the current client holds: the cluster
 // refuses the client, and franz-go would keep them until their delivery
 // timeout. kgo's AbortBufferedRecords fails them once none is in flight
 // (records sent before the failure keep their outcome, so sequence numbers
@@ -71,29 +82,29 @@ func (e *engine) stopAuth() {
 // A record may pass its send's check of the failure just before the failure
 // is stored and reach the client only after the abort made for it ended; it
 // would then wait for its delivery timeout. So an asynchronous send checks
-// again once its record is in the client (authRecheck), which asks for
+// again once its record is in the client (recheck), which asks for
 // another round here, and rounds go on while synchronous sends that checked
 // before the failure may still be giving the client records.
-func (e *engine) authFailed(error) {
-	e.omu.Lock()
-	defer e.omu.Unlock()
-	if e.shut {
+func (a *authState) failed(error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stop.Err() != nil { // Close closes the client
 		return
 	}
-	if e.auth.aborting {
-		e.auth.again = true
+	if a.aborting {
+		a.again = true
 		return
 	}
-	cl := e.cur.Load().cl
-	e.auth.aborting = e.goLocked(func() {
+	cl := a.client()
+	a.aborting = a.tasks.start(func() {
 		for abort := true; ; {
 			if abort {
 				// Close ends the wait (stop) and then closes the client.
-				_ = cl.AbortBufferedRecords(e.stop)
+				_ = cl.AbortBufferedRecords(a.stop)
 			}
-			syncing := e.auth.syncing.Load() > 0 && e.sess.Auth.AuthFailure() != nil
-			again, goOn := e.nextAbortRound(syncing)
-			if !goOn || !e.authPause() { // a failed pause: the producer is closing
+			syncing := a.syncing.Load() > 0 && a.w.AuthFailure() != nil
+			again, goOn := a.nextRound(syncing)
+			if !goOn || !a.pause() { // a failed pause: the producer is closing
 				return
 			}
 			// A send refused at its check counts as syncing for a
@@ -104,82 +115,52 @@ func (e *engine) authFailed(error) {
 	})
 }
 
-// nextAbortRound reports whether an abort goes on, and whether a round was
+// nextRound reports whether an abort goes on, and whether a round was
 // asked for (again); syncing says synchronous sends may still be adding
-// records. It decides under the lock authFailed takes, so a failure after
-// an abort ended starts a new one.
-func (e *engine) nextAbortRound(syncing bool) (again, goOn bool) {
-	e.omu.Lock()
-	defer e.omu.Unlock()
-	again, e.auth.again = e.auth.again, false
-	if e.shut || !again && !syncing {
-		e.auth.aborting = false
+// records. It decides under the lock failed takes, so a failure after an
+// abort ended starts a new one.
+func (a *authState) nextRound(syncing bool) (again, goOn bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	again, a.again = a.again, false
+	if a.stop.Err() != nil || !again && !syncing {
+		a.aborting = false
 		return again, false
 	}
 	return again, true
 }
 
-// authPause spaces the rounds of an abort that synchronous sends keep going:
+// pause spaces the rounds of an abort that synchronous sends keep going:
 // their records reach the client within microseconds of their check. It
 // reports false when the producer is closing.
-func (e *engine) authPause() bool {
+func (a *authState) pause() bool {
 	t := time.NewTimer(authPauseEvery)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-e.stop.Done():
+	case <-a.stop.Done():
 		return false
 	}
 }
 
-// authRecheck runs after a record was given to the client, when
-// authFailing says so: a failure stored since the send's check may have
-// been aborted for before the record arrived.
-func (e *engine) authRecheck() {
-	if e.sess.Auth.AuthFailure() != nil {
-		e.authFailed(nil)
+// recheck runs after a record was given to the client, when mayFail says
+// so: a failure stored since the send's check may have been aborted for
+// before the record arrived.
+func (a *authState) recheck() {
+	if a.w.AuthFailure() != nil {
+		a.failed(nil)
 	}
 }
 
-// authRefusal returns the error to fail a record to topic with, unsent,
-// while the cluster refuses the client, or nil.
-func (e *engine) authRefusal(topic string) error {
-	if e.sess.Auth == nil {
+// refusal returns the error to fail a record to topic with, unsent, while
+// the cluster refuses the client, or nil.
+func (a *authState) refusal(topic string) error {
+	if a.w == nil {
 		return nil
 	}
-	if err := e.sess.Auth.AuthFailure(); err != nil {
+	if err := a.w.AuthFailure(); err != nil {
 		return &kconsist.AuthError{Topic: topic, Err: err}
 	}
 	return nil
-}
-
-// authAttributed returns the error to report for x, which franz-go gave up
-// with err, if the cluster refuses the client; nil otherwise.
-func (e *engine) authAttributed(x *inflight, err error) error {
-	if e.sess.Auth == nil || !givenUp(err) {
-		return nil
-	}
-	if cause := e.sess.Auth.AuthFailure(); cause != nil {
-		return &kconsist.AuthError{Topic: x.rec.Topic, Err: cause, Gave: err}
-	}
-	return nil
-}
-
-// authCause adds the failure that holds, if any, to err, the error of a
-// Produce whose context ended first.
-func (e *engine) authCause(err error) error {
-	if e.sess.Auth == nil {
-		return err
-	}
-	if cause := e.sess.Auth.AuthFailure(); cause != nil {
-		return fmt.Errorf("%w: the cluster refuses the client: %w", err, cause)
-	}
-	return err
-}
-
-// givenUp reports whether err is franz-go giving a record up without a
-// broker's answer: what an authentication failure shows as.
-func givenUp(err error) bool {
-	return errors.Is(err, kgo.ErrAborting) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries)
 }

@@ -57,9 +57,9 @@ func (a *racingAuth) AuthFailure() error {
 		// synchronous sends still checking, as it should, ends
 		// only once the record came: wait for it a little.)
 		for range 50 {
-			a.e.omu.Lock()
+			a.e.auth.mu.Lock()
 			busy := a.e.auth.aborting
-			a.e.omu.Unlock()
+			a.e.auth.mu.Unlock()
 			if !busy {
 				break
 			}
@@ -151,18 +151,18 @@ func TestAuthFailureRacingASend(t *testing.T) {
 func TestTxnBrokenNamesFirstCluster(t *testing.T) {
 	e := &engine{}
 	e.txn.on = true
-	e.sess = link.Producer{Clusters: names{now: "b", of: map[uint64]string{3: "a"}}}
+	e.txn.names = names{now: "b", of: map[uint64]string{3: "a"}}
 	e.txn.noteCluster(names{}, 3)
 	var moved *rebootstrap.ClusterChangedError
-	require.ErrorAs(t, e.txnBroken(), &moved)
+	require.ErrorAs(t, e.txn.breakOff(), &moved)
 	require.Equal(t, "a", moved.From)
 	require.Equal(t, "b", moved.To)
 
 	// Known when it began: that is what it names.
 	e = &engine{}
 	e.txn.on = true
-	e.sess = link.Producer{Clusters: names{now: "b", of: map[uint64]string{3: "x"}}}
+	e.txn.names = names{now: "b", of: map[uint64]string{3: "x"}}
 	e.txn.noteCluster(names{now: "a"}, 3)
-	require.ErrorAs(t, e.txnBroken(), &moved)
+	require.ErrorAs(t, e.txn.breakOff(), &moved)
 	require.Equal(t, "a", moved.From)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kconsist/kconsist/internal/link"
-	"github.com/kconsist/kconsist/rebootstrap"
 )
 
 // engine is what the producers of one franz-go client do with a serialized
@@ -20,16 +19,19 @@ type engine struct {
 	// sess is how the engine meets the factory's session: set before the
 	// engine is used (newEngine, follow) and never changed.
 	sess link.Producer
-	// clock is sess.Marks' clock, nil without marks: loaded for every
-	// record.
-	clock *atomic.Uint64
+	// attr attributes failures to their causes (attribute.go); set
+	// with sess.
+	attr attributor
 
-	vmu sync.Mutex // guards views and released
+	vmu sync.Mutex // guards views, released and members
 	// views counts the producers attached and not closed; released is
 	// set when it dropped to zero: the client is being closed, and no
 	// producer is attached any more.
 	views    int
 	released bool
+	// members are the producers whose records the engine's flush waits
+	// for: every producer attached, until its Close flushed it.
+	members []*member
 
 	promise func(*kgo.Record, error) // e.promised(), made once
 
@@ -37,41 +39,18 @@ type engine struct {
 
 	mu sync.Mutex // serializes replacing cur (followChange, retire, close)
 
-	topics sync.Map // topics a pinned producer sent to (noteTopic)
-	cancel func()   // ends the OnChange subscription of a pinned producer
+	pin    pinState // a pinned producer's side of cluster changes (pin.go)
 	auth   authState
 	closed atomic.Bool // Close began: no new client
-	// refused is set while a pinned producer's cluster is gone from
-	// behind the bootstrap servers (pinRefusal): records fail at once.
-	refused atomic.Pointer[rebootstrap.ClusterChangedError]
-	// lastRecheck is when (UnixNano) a refused record last asked for a
-	// check.
-	lastRecheck atomic.Int64
+	// The parts below own their state; the engine wires them (newEngine).
+	out   outcomes // outcomes in order (outcome.go)
+	work  *work    // the engine's own work on records (outcome.go)
+	tasks tasks    // goroutines Close joins (outcome.go)
 
-	// Outcomes are delivered in the order franz-go gives them, which
-	// keeps its per-partition order: the promise delivers one itself
-	// only while nothing waits in queue; otherwise it joins the queue,
-	// which one goroutine (drain) works through. A failed record may wait
-	// there for a cluster verdict, which a promise must not do.
-	queued atomic.Int64 // in queue or being handled by drain
-
-	omu sync.Mutex // guards the fields below, down to wg, and auth.aborting/again
-	// queue: outcomes waiting for their turn; draining: a drain
-	// goroutine runs.
-	queue    []outcome
-	draining bool
-	// outstanding counts what the engine's flush waits for besides the
-	// current client's buffer: outcomes in queue, records sent again
-	// until their promise ran, and replaced clients until every promise
-	// of theirs ran. idle is closed when it drops to zero.
-	outstanding int
-	idle        chan struct{}
-	shut        bool           // Close closes the last client: nothing is sent again
-	joined      bool           // Close waited for everything: no goroutine starts
-	wg          sync.WaitGroup // goroutines Close joins (goLocked)
-
-	stop    context.Context // done once shut, for waits of drain
+	stop    context.Context // done once Close closes the last client, for waits of drain
 	stopNow context.CancelFunc
+
+	refusals refusals // records refused unsent (see refusal.go)
 
 	txn txnState // transactional clients only (see txn.go)
 }
@@ -109,7 +88,8 @@ func recordHooks(cl *kgo.Client) bool {
 // newEngine makes an engine on cl that meets its session as l says; no
 // producer is attached yet (see Join).
 func newEngine(cl *kgo.Client, l link.Producer) *engine {
-	e := &engine{}
+	e := &engine{work: newWork()}
+	e.out = outcomes{v: e, work: e.work, tasks: &e.tasks}
 	e.promise = e.promised()
 	e.stop, e.stopNow = context.WithCancel(context.Background())
 	e.cur.Store(newCurrent(cl, 0, 0))
@@ -128,23 +108,25 @@ func newEngine(cl *kgo.Client, l link.Producer) *engine {
 // the records at once (see pinnedChange).
 func (e *engine) follow(l link.Producer) {
 	e.sess = l
-	e.clock = nil
-	if l.Marks != nil {
-		e.clock = l.Marks.Clock()
-	}
+	e.attr = newAttributor(l.Marks, l.Auth)
+	e.pin.pinTo(l, e.client)
+	e.txn.names = l.Clusters
 	if l.Watch != nil {
 		c := e.cur.Load()
 		e.cur.Store(newCurrent(c.cl, l.Watch.Generation(), c.seq))
 		if e.pinned() {
-			e.cancel = l.Watch.OnChange(e.pinnedChange)
+			e.pin.cancel = l.Watch.OnChange(e.pinnedChange)
 		}
 	}
-	e.watchAuth(l.Auth)
+	e.auth.watch(l.Auth, e.client, &e.tasks, e.stop)
 }
+
+// client returns the current client.
+func (e *engine) client() *kgo.Client { return e.cur.Load().cl }
 
 // pinned reports whether e is pinned to one cluster: it fails records a
 // change cut off instead of following.
-func (e *engine) pinned() bool { return e.sess.Pin != "" }
+func (e *engine) pinned() bool { return e.pin.on() }
 
 // Join implements link.ProducerClient: it counts one more producer on e,
 // unless the last one closed it.
@@ -172,6 +154,38 @@ func (e *engine) leave() bool {
 	return last
 }
 
+// add makes m one of the producers whose records e's flush waits for.
+func (e *engine) add(m *member) {
+	e.vmu.Lock()
+	e.members = append(e.members, m)
+	e.vmu.Unlock()
+}
+
+// forget drops m from the producers e's flush waits for: its Close
+// flushed it, and what it is given since is refused.
+func (e *engine) forget(m *member) {
+	e.vmu.Lock()
+	defer e.vmu.Unlock()
+	for i, o := range e.members {
+		if o == m {
+			e.members = append(e.members[:i], e.members[i+1:]...)
+			return
+		}
+	}
+}
+
+// sealAll seals the current epoch of every producer e's flush waits for:
+// the records given to e so far, whichever producer gave them.
+func (e *engine) sealAll() []*epoch {
+	e.vmu.Lock()
+	defer e.vmu.Unlock()
+	eps := make([]*epoch, 0, len(e.members))
+	for _, m := range e.members {
+		eps = append(eps, m.eps.seal())
+	}
+	return eps
+}
+
 // isReleased reports whether the last producer of e began to close it.
 func (e *engine) isReleased() bool {
 	e.vmu.Lock()
@@ -181,37 +195,24 @@ func (e *engine) isReleased() bool {
 
 // incNow returns the low bits of the INCONSISTENT_METADATA clock (0
 // without one).
-func (e *engine) incNow() uint32 {
-	if n := e.clock; n != nil {
-		return uint32(n.Load())
-	}
-	return 0
-}
-
-// clockNow returns the INCONSISTENT_METADATA clock (0 without one).
-func (e *engine) clockNow() uint64 {
-	if n := e.clock; n != nil {
-		return n.Load()
-	}
-	return 0
-}
+func (e *engine) incNow() uint32 { return uint32(e.attr.now()) }
 
 // send gives r to the current client; its done is called once with the
 // final outcome.
 func (e *engine) send(r ref) {
-	if refused := e.refused.Load(); refused != nil && e.stillRefused() {
+	if refused := e.pin.refused.Load(); refused != nil && e.pin.stillRefused() {
 		e.refuse(r, changedError(r.x.rec.Topic, refused))
 		return
 	}
-	if e.authFailing() { // one atomic load while the cluster accepts the client
-		if err := e.authRefusal(r.x.rec.Topic); err != nil {
+	if e.auth.mayFail() { // one atomic load while the cluster accepts the client
+		if err := e.auth.refusal(r.x.rec.Topic); err != nil {
 			e.refuse(r, err)
 			return
 		}
 	}
 	c := e.cur.Load()
 	if e.txn.on {
-		if err := e.txnRefusal(c); err != nil {
+		if err := e.txn.refusal(c.seq); err != nil {
 			e.refuse(r, changedError(r.x.rec.Topic, err))
 			return
 		}
@@ -223,10 +224,10 @@ func (e *engine) send(r ref) {
 	} else {
 		c.cl.Produce(r.ctx(), &r.x.rec, e.promise)
 	}
-	if e.authFailing() {
-		e.authRecheck()
+	if e.auth.mayFail() {
+		e.auth.recheck()
 	}
-	e.recheckRefused()
+	e.pin.recheck()
 }
 
 // sendSync gives rs, all with context ctx, to the current client through
@@ -236,27 +237,27 @@ func (e *engine) send(r ref) {
 // keeps each partition's order among these records and after any record
 // this goroutine produced before (whose promise ran before theirs).
 func (e *engine) sendSync(ctx context.Context, rs []ref, recs []*kgo.Record) {
-	if refused := e.refused.Load(); refused != nil && e.stillRefused() {
+	if refused := e.pin.refused.Load(); refused != nil && e.pin.stillRefused() {
 		for _, r := range rs {
 			e.refuse(r, changedError(r.x.rec.Topic, refused))
 		}
 		return
 	}
-	if e.sess.Auth != nil {
+	if e.auth.w != nil {
 		// Counted before the check: an abort for a failure stored after
-		// it goes on until these records reached the client (authFailed).
+		// it goes on until these records reached the client (authState.failed).
 		e.auth.syncing.Add(1)
 		defer e.auth.syncing.Add(-1)
-		if e.authFailing() && e.authRefusal("") != nil {
+		if e.auth.mayFail() && e.auth.refusal("") != nil {
 			for _, r := range rs {
-				e.refuse(r, e.authRefusal(r.x.rec.Topic))
+				e.refuse(r, e.auth.refusal(r.x.rec.Topic))
 			}
 			return
 		}
 	}
 	c := e.cur.Load()
 	if e.txn.on {
-		if err := e.txnRefusal(c); err != nil {
+		if err := e.txn.refusal(c.seq); err != nil {
 			for _, r := range rs {
 				e.refuse(r, changedError(r.x.rec.Topic, err))
 			}
@@ -268,7 +269,7 @@ func (e *engine) sendSync(ctx context.Context, rs []ref, recs []*kgo.Record) {
 		recs[i] = &r.x.rec
 	}
 	results := c.cl.ProduceSync(ctx, recs...)
-	e.recheckRefused()            // before the records are settled: nothing waits now
+	e.pin.recheck()               // before the records are settled: nothing waits now
 	var byRec map[*kgo.Record]ref // a hooked client's records, for many
 	for _, res := range results {
 		r, ok := refOf(res.Record.Context)
@@ -285,7 +286,7 @@ func (e *engine) sendSync(ctx context.Context, rs []ref, recs []*kgo.Record) {
 func (e *engine) prime(c *current, r ref) {
 	x := r.x
 	if e.pinned() {
-		e.noteTopic(x.rec.Topic)
+		e.pin.noteTopic(x.rec.Topic)
 	}
 	inc := e.incNow()
 	switch t := x.tag; {
@@ -293,7 +294,7 @@ func (e *engine) prime(c *current, r ref) {
 		t.seq, t.inc0 = c.seq, inc
 	case t.seq != c.seq || t.inc0 != inc:
 		// The client or the clock moved since the record was made.
-		x.tag = t.m.tagFor(r.cx, c.seq, inc)
+		x.tag = t.m.tagFor(r.cx, c.seq, inc, t.ep)
 	}
 	if c.hooked {
 		// A hook may replace the record's Context: give it the
@@ -334,14 +335,4 @@ func (e *engine) promised() func(*kgo.Record, error) {
 			e.settle(ref{x: x, cx: x.tag.ctx}, err)
 		}
 	}
-}
-
-// refuse fails r, which was not sent, with err: through the queue, so that
-// its callback runs on the producer's goroutine after the outcomes before
-// it, and the record's own caller never runs it.
-func (e *engine) refuse(r ref, err error) {
-	if r.x.takeResent() { // Flush waits for it: count it off once queued
-		defer e.end()
-	}
-	e.enqueue(outcome{r: r, err: err, final: true})
 }

@@ -33,32 +33,16 @@ func (e *engine) cluster() string {
 	return e.sess.Clusters.Cluster()
 }
 
-// pinRefusal returns, for a pinned producer, the error to fail records with
-// while the bootstrap servers name another cluster than the pinned one,
-// and nil while they name it (or nothing is known).
-func (e *engine) pinRefusal() *rebootstrap.ClusterChangedError {
-	if now := e.cluster(); now != "" && now != e.sess.Pin {
-		return &rebootstrap.ClusterChangedError{From: e.sess.Pin, To: now}
-	}
-	return nil
-}
-
 // pinnedChange is a pinned producer's reaction to a cluster change: refuse
 // records while the bootstrap servers name another cluster, and fail those
 // the client holds.
 func (e *engine) pinnedChange() {
-	if e.sess.Clusters != nil {
-		if refused := e.pinRefusal(); refused != nil {
-			e.lastRecheck.Store(time.Now().UnixNano()) // this was a check
-			e.refused.Store(refused)
-			if e.retire() {
-				return
-			}
-		} else {
-			e.refused.Store(nil)
+	if e.pin.names != nil {
+		if e.pin.changed() && e.retire() {
+			return
 		}
 	}
-	e.failBuffered()
+	e.pin.failBuffered()
 }
 
 // retire replaces the current client of a producer that refuses records by
@@ -79,56 +63,10 @@ func (e *engine) retire() bool {
 	if err != nil {
 		return false
 	}
-	e.failBuffered() // purged quietly, where closing would log each partition
+	e.pin.failBuffered() // purged quietly, where closing would log each partition
 	c := e.cur.Load()
 	e.replaceLocked(c, next, c.gen)
 	return true
-}
-
-// failBuffered fails every record the current client still holds.
-func (e *engine) failBuffered() {
-	var topics []string
-	e.topics.Range(func(k, _ any) bool {
-		topics = append(topics, k.(string))
-		return true
-	})
-	e.cur.Load().cl.PurgeTopicsFromClient(topics...)
-}
-
-// noteTopic remembers a topic a pinned producer sent to: failBuffered
-// purges it.
-func (e *engine) noteTopic(topic string) {
-	if _, ok := e.topics.Load(topic); !ok {
-		e.topics.Store(topic, struct{}{})
-	}
-}
-
-// stillRefused reports whether records are still refused, starting a check
-// of the bootstrap servers now and then: the pinned cluster may come back
-// behind them, and no client of the producer talks to them meanwhile.
-func (e *engine) stillRefused() bool {
-	every := e.sess.Recheck
-	if every <= 0 {
-		every = defaultRecheck
-	}
-	now := time.Now().UnixNano()
-	if last := e.lastRecheck.Load(); now-last >= int64(every) && e.lastRecheck.CompareAndSwap(last, now) {
-		e.sess.Watch.Check(false)
-	}
-	if e.pinRefusal() == nil {
-		e.refused.Store(nil)
-		return false
-	}
-	return true
-}
-
-// recheckRefused fails, again, what the client holds if records became
-// refused while one was being given to it: the change's own purge may have
-// run just before.
-func (e *engine) recheckRefused() {
-	if e.pinned() && e.refused.Load() != nil {
-		e.failBuffered()
-	}
 }
 
 // afterFailure decides what a failed record becomes once any cluster check
@@ -151,7 +89,7 @@ func (e *engine) afterFailure(r ref, err error) {
 	switch {
 	case e.pinned() && e.sess.Clusters != nil:
 		// The change's callback ran before the verdict: refused says it.
-		if refused := e.refused.Load(); refused != nil {
+		if refused := e.pin.refused.Load(); refused != nil {
 			deliver(x, changedError(x.rec.Topic, refused))
 		} else {
 			deliver(x, err)
@@ -167,7 +105,7 @@ func (e *engine) afterFailure(r ref, err error) {
 		}
 		if e.txn.on {
 			// Its transaction is on the old cluster: it cannot move.
-			deliver(x, changedError(x.rec.Topic, e.txnBroken()))
+			deliver(x, changedError(x.rec.Topic, e.txn.breakOff()))
 			return
 		}
 		e.resend(r, err)
@@ -191,15 +129,11 @@ func (e *engine) settleWatch(ctx context.Context) (gen uint64, interrupted bool)
 func (e *engine) resend(old ref, err error) {
 	x := old.x
 	r := &x.rec
-	fresh := newRef(&tag{ctx: old.ctx(), resent: true, m: x.tag.m}, x.done, r.Topic, r.Key, r.Value, r.Headers, r.Partition, r.Timestamp)
-	e.omu.Lock()
-	if e.shut {
-		e.omu.Unlock()
+	fresh := newRef(&tag{ctx: old.ctx(), resent: true, m: x.tag.m, ep: x.tag.ep}, x.done, r.Topic, r.Key, r.Value, r.Headers, r.Partition, r.Timestamp)
+	if !e.work.beginUnlessShut() { // ended by settle, once fresh's promise ran
 		deliver(x, errors.Join(err, kgo.ErrClientClosed))
 		return
 	}
-	e.beginLocked() // ended by settle, once fresh's promise ran
-	e.omu.Unlock()
 	e.send(fresh)
 }
 
@@ -233,13 +167,11 @@ func (e *engine) followChange(gen uint64, old uint32) error {
 // and closes c in the background; e.mu is held.
 func (e *engine) replaceLocked(c *current, next *kgo.Client, gen uint64) {
 	e.cur.Store(newCurrent(next, gen, c.seq+1))
-	e.omu.Lock()
-	e.beginLocked() // flush waits until the old client's records are back
-	started := e.goLocked(func() { defer e.end(); closeClient(c.cl) })
-	e.omu.Unlock()
-	if !started { // Close joined already; cannot be, as it waits for e.mu first
+	e.work.begin() // flush waits until the old client's records are back
+	if !e.tasks.start(func() { defer e.work.end(); closeClient(c.cl) }) {
+		// Close joined already; cannot be, as it waits for e.mu first.
 		closeClient(c.cl)
-		e.end()
+		e.work.end()
 	}
 }
 
@@ -250,4 +182,25 @@ func (e *engine) replaceLocked(c *current, next *kgo.Client, gen uint64) {
 func closeClient(cl *kgo.Client) {
 	cl.Close()
 	_ = cl.Flush(context.Background()) // cannot fail without a deadline
+}
+
+// settle is a record's outcome from the client it was given to: err, if
+// any, attributed to its cause, delivered in order (outcomes).
+func (e *engine) settle(r ref, err error) {
+	if r.x.takeResent() {
+		// The engine sent it again, and counted that as its own work:
+		// count it off once the outcome is delivered or queued.
+		defer e.work.end()
+	}
+	if err != nil {
+		err = e.attr.attribute(r.x, err)
+	}
+	e.out.settle(r, err)
+}
+
+// awaitsVerdict implements verdicts: a failed record waits for the
+// cluster verdict when the producer follows the cluster, its caller still
+// waits, and Close has not closed the last client.
+func (e *engine) awaitsVerdict(r ref) bool {
+	return e.sess.Watch != nil && r.ctx().Err() == nil && e.stop.Err() == nil
 }

@@ -90,7 +90,7 @@ func (s *GroupTransactSession[K, V]) fail() *rebootstrap.ClusterChangedError {
 	if c := s.changed.Load(); c != nil {
 		return c
 	}
-	b := s.p.e.txnBroken()
+	b := s.p.e.txn.breakOff()
 	s.changed.CompareAndSwap(nil, b)
 	return s.changed.Load()
 }
@@ -154,12 +154,12 @@ func (s *GroupTransactSession[K, V]) Begin() error {
 	if err := s.failedNow(); err != nil {
 		return err
 	}
-	if err := s.p.e.authRefusal(""); err != nil {
+	if err := s.p.e.auth.refusal(""); err != nil {
 		return err
 	}
 	if f := s.p.e.txn.from.Load(); f == nil || *f == "" {
 		// Not known when the session was made; no change seen since.
-		s.p.e.txn.noteCluster(s.p.e.sess.Clusters, s.gen)
+		s.p.e.txn.noteCluster(s.p.e.txn.names, s.gen)
 	}
 	if err := s.s.Begin(); err != nil {
 		return fmt.Errorf("producer: GroupTransactSession.Begin: %w", err)
@@ -183,14 +183,14 @@ func (s *GroupTransactSession[K, V]) End(ctx context.Context, end TransactionEnd
 	}
 	if moved := s.failed(ctx); moved != nil {
 		_, aerr := s.s.End(ctx, TryAbort)
-		_, _ = e.waitIdle(ctx)
+		_ = e.flush(ctx)
 		if aerr != nil {
 			return false, fmt.Errorf("producer: transaction aborted: %w (and aborting it: %w)", moved, aerr)
 		}
 		return false, fmt.Errorf("producer: transaction aborted: %w", moved)
 	}
 	committed, err = s.s.End(ctx, end)
-	if _, werr := e.waitIdle(ctx); err == nil && werr != nil {
+	if werr := e.flush(ctx); err == nil && werr != nil {
 		err = werr
 	}
 	return committed, err

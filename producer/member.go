@@ -2,14 +2,14 @@ package producer
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 )
 
 // member is one producer on an engine. Producers of one factory with equal
 // settings share an engine and its franz-go client (see link.Share); each
-// is a member of it, with its own tags and its own outstanding records, so
-// that its Flush waits for what it produced and nothing else.
+// is a member of it, with its own tags and its own epochs of records (see
+// pending.go), so that its Flush waits for what it produced and nothing
+// else.
 type member struct {
 	e *engine
 	// closed: this producer's Close was called; its records fail with
@@ -18,95 +18,36 @@ type member struct {
 	// lastTag is the tag most recently made for this producer's records
 	// (see tagFor).
 	lastTag atomic.Pointer[tag]
-	// outstanding counts this producer's records from Produce until their
-	// done callback returned; flushing counts the Flush calls waiting for
-	// it to drop to zero, so that a record's end looks for one to wake
-	// only when one waits.
-	outstanding atomic.Int64
-	flushing    atomic.Int32
-
-	mu   sync.Mutex    // guards idle
-	idle chan struct{} // closed (and dropped) when outstanding drops to zero while Flush waits
+	// eps counts this producer's records from Produce until their done
+	// callback returned, in epochs that Flush seals.
+	eps epochs
 }
 
-// begin counts n more records of this producer.
-func (m *member) begin(n int) { m.outstanding.Add(int64(n)) }
+// begin counts x, a record of this producer, until its outcome is
+// delivered.
+func begin(x ref) { x.x.tag.ep.add(1) }
 
-// ended counts one record off, once its done callback returned.
-func (m *member) ended() {
-	if m.outstanding.Add(-1) == 0 && m.flushing.Load() > 0 {
-		m.mu.Lock()
-		if m.idle != nil {
-			close(m.idle)
-			m.idle = nil
+// beginAll counts xs, records of this producer, as begin does, with one
+// count for a run of records of one epoch.
+func beginAll(xs []ref) {
+	for i := 0; i < len(xs); {
+		ep, n := xs[i].x.tag.ep, 1
+		for i+n < len(xs) && xs[i+n].x.tag.ep == ep {
+			n++
 		}
-		m.mu.Unlock()
+		ep.add(n)
+		i += n
 	}
 }
 
-// idleChan returns a channel closed once outstanding is zero (at once if
-// it is now). The caller counts itself in flushing first: a record that
-// ends after the check below then closes the channel.
-func (m *member) idleChan() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.idle == nil {
-		m.idle = make(chan struct{})
-	}
-	ch := m.idle
-	if m.outstanding.Load() == 0 {
-		close(ch)
-		m.idle = nil
-	}
-	return ch
-}
-
-// flush waits until every record this producer produced so far has its
-// outcome delivered (see Producer.Flush). franz-go's Flush of the client
-// runs meanwhile, so that no partition lingers, and is cut short once this
+// flush waits until every record this producer produced before the call
+// has its outcome delivered (see Producer.Flush); records produced
+// meanwhile are not waited for. franz-go's Flush of the client runs
+// meanwhile, so that no partition lingers, and is cut short once this
 // producer's records are done: the other producers' records are sent
 // sooner, but not waited for.
 func (m *member) flush(ctx context.Context) error {
-	m.flushing.Add(1)
-	defer m.flushing.Add(-1)
-	idle := m.idleChan()
-	for {
-		select {
-		case <-idle:
-			return nil
-		default:
-		}
-		cl := m.e.cur.Load().cl
-		fctx, cancel := context.WithCancel(ctx)
-		flushed := make(chan error, 1)
-		go func() { flushed <- cl.Flush(fctx) }()
-		select {
-		case <-idle:
-			cancel()
-			<-flushed
-			return nil
-		case err := <-flushed:
-			cancel()
-			if err != nil {
-				return err // ctx ended
-			}
-		}
-		// The client holds nothing any more, yet records of this producer
-		// are not done: they wait for a cluster verdict, went to a new
-		// client, or their callback runs. Flush again once what the
-		// engine waits for is over (a new client may hold them).
-		engineIdle, busy := m.e.idleChan()
-		if !busy {
-			engineIdle = nil // only this producer's records to wait for
-		}
-		select {
-		case <-idle:
-			return nil
-		case <-engineIdle:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return m.e.await(ctx, m.eps.seal())
 }
 
 // close closes this producer (see Producer.Close): the last one on the
@@ -118,7 +59,13 @@ func (m *member) close(ctx context.Context) error {
 		last = m.e.leave()
 	}
 	if !last {
-		return m.flush(ctx)
+		err := m.flush(ctx)
+		if err == nil {
+			// Nothing of this producer is left for the last Close to
+			// wait for: what it is given now is refused.
+			m.e.forget(m)
+		}
+		return err
 	}
 	return m.e.close(ctx)
 }

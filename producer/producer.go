@@ -131,6 +131,8 @@ func (p *Producer[K, V]) withFollow(l link.Producer) *Producer[K, V] {
 func newMember[K, V any](e *engine, keys Serializer[K], values Serializer[V]) *Producer[K, V] {
 	p := &Producer[K, V]{keys: keys, values: values}
 	p.e = e
+	p.eps.init()
+	e.add(&p.member)
 	// A serializer of type bytesSerializer is a Serializer[[]byte]: K
 	// (V) is then []byte itself (see prepare).
 	_, p.rawKeys = any(keys).(bytesSerializer)
@@ -187,7 +189,7 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	p.begin(1)
+	begin(x)
 	if p.closed.Load() {
 		p.e.refuse(x, kgo.ErrClientClosed)
 		<-w.ch
@@ -203,19 +205,16 @@ func (p *Producer[K, V]) Produce(ctx context.Context, r Record[K, V]) (Result, e
 	// franz-go's ProduceSync returns only once the record has its outcome,
 	// which a broker holding the request behind the token may delay for
 	// long: the caller's context ends the wait, not the record.
-	clock0 := p.e.clockNow()
+	clock0 := p.e.attr.now()
 	topic := r.Topic
-	p.e.omu.Lock()
-	started := p.e.goLocked(func() { p.e.sendSync(ctx, xs[:], recs[:]) })
-	p.e.omu.Unlock()
-	if !started {
+	if !p.e.tasks.start(func() { p.e.sendSync(ctx, xs[:], recs[:]) }) {
 		p.e.sendSync(ctx, xs[:], recs[:])
 	}
 	select {
 	case <-w.ch:
 		return w.r, w.err
 	case <-ctx.Done():
-		return Result{}, p.e.gaveUp(ctx, topic, clock0)
+		return Result{}, p.e.attr.gaveUp(ctx, topic, clock0)
 	}
 }
 
@@ -277,7 +276,7 @@ func (p *Producer[K, V]) ProduceSync(ctx context.Context, records ...Record[K, V
 		xs[i] = x
 	}
 	wg.Add(len(xs))
-	p.begin(len(xs))
+	beginAll(xs)
 	if p.closed.Load() {
 		for _, x := range xs {
 			p.e.refuse(x, kgo.ErrClientClosed)
@@ -302,7 +301,7 @@ func (p *Producer[K, V]) ProduceAsync(ctx context.Context, r Record[K, V], done 
 	if err != nil {
 		return err
 	}
-	p.begin(1)
+	begin(x)
 	if p.closed.Load() {
 		p.e.refuse(x, kgo.ErrClientClosed)
 		return nil
@@ -313,20 +312,25 @@ func (p *Producer[K, V]) ProduceAsync(ctx context.Context, r Record[K, V], done 
 
 func ignoreResult(Result, error) {}
 
-// Flush waits until every record this producer produced so far is
-// acknowledged or failed, and its done callback returned. Records of other
-// producers sharing the client (see Producer) are sent at once meanwhile,
-// lingering no more, but Flush does not wait for them.
+// Flush waits until every record this producer was given before the call
+// is acknowledged or failed, and its done callback returned. Records given
+// meanwhile (by other goroutines) are not waited for, so Flush ends while
+// others keep producing. Records of other producers sharing the client
+// (see Producer) are sent at once meanwhile, lingering no more, but Flush
+// does not wait for them.
 func (p *Producer[K, V]) Flush(ctx context.Context) error { return p.flush(ctx) }
 
 // Close flushes (bounded by ctx) and closes the producer; records it is
-// given afterwards fail with kgo.ErrClientClosed.
+// given once Close began fail with kgo.ErrClientClosed, unsent, and Close
+// does not wait for them: it ends while other goroutines keep producing.
 //
 // Close of the last producer on a client (the only one, unless it is
 // shared: see Producer) closes the client. Records still buffered when ctx
 // ends fail with an error. When Close returns nil, no record is sent any
 // more, not even one a cluster change would have sent again, and every
-// done callback has run. When ctx ends first, Close returns its error at
+// done callback of the records given before Close has run (a record given
+// after Close returned gets its callback before ProduceAsync returns).
+// When ctx ends first, Close returns its error at
 // once and the closing finishes in the background (franz-go's own Close
 // takes at most about a second more).
 //

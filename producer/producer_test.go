@@ -288,7 +288,7 @@ func TestInflightContext(t *testing.T) {
 
 	at := time.Now().Add(time.Hour)
 	ctx, cancel := context.WithDeadline(context.WithValue(context.Background(), ctxKey{}, "v"), at)
-	r := newRef((&member{e: e}).tagFor(ctx, 7, 0), nil, "t", nil, nil, nil, 0, time.Time{})
+	r := newRef((&member{e: e}).tagFor(ctx, 7, 0, nil), nil, "t", nil, nil, nil, 0, time.Time{})
 	e.prime(c, r)
 	got, ok := refOf(r.x.rec.Context)
 	require.True(t, ok)
@@ -321,7 +321,7 @@ type sliceCtx struct {
 // is updated in place.
 func TestPrimeKeepsTag(t *testing.T) {
 	var clock atomic.Uint64
-	e := &engine{clock: &clock}
+	e := &engine{attr: attributor{clock: &clock}}
 	e.cur.Store(&current{seq: 3})
 	p := newMember(e, String(), String())
 	mk := func() ref {
@@ -357,31 +357,35 @@ func TestPrimeKeepsTag(t *testing.T) {
 // be compared are not.
 func TestTagShared(t *testing.T) {
 	e := &member{}
+	ep := newEpoch(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := e.tagFor(ctx, 1, 0)
-	require.Same(t, a, e.tagFor(ctx, 1, 0))
-	require.Zero(t, testing.AllocsPerRun(100, func() { e.tagFor(ctx, 1, 0) }))
-	b := e.tagFor(ctx, 2, 0)
+	a := e.tagFor(ctx, 1, 0, ep)
+	require.Same(t, a, e.tagFor(ctx, 1, 0, ep))
+	require.Zero(t, testing.AllocsPerRun(100, func() { e.tagFor(ctx, 1, 0, ep) }))
+	b := e.tagFor(ctx, 2, 0, ep)
 	require.NotSame(t, a, b, "another client")
 	require.Equal(t, uint32(2), b.seq)
-	c := e.tagFor(ctx, 2, 5)
+	c := e.tagFor(ctx, 2, 5, ep)
 	require.NotSame(t, b, c, "an INCONSISTENT_METADATA answer between")
 	require.Equal(t, uint32(5), c.inc0)
 	other, cancelOther := context.WithCancel(context.Background())
 	defer cancelOther()
-	d := e.tagFor(other, 2, 5)
+	d := e.tagFor(other, 2, 5, ep)
 	require.NotSame(t, c, d, "another context")
 	require.Same(t, other, d.ctx)
 
-	bg := e.tagFor(context.Background(), 2, 5)
-	require.Same(t, bg, e.tagFor(context.Background(), 2, 5))
-	require.Zero(t, testing.AllocsPerRun(100, func() { e.tagFor(context.Background(), 2, 5) }))
+	bg := e.tagFor(context.Background(), 2, 5, ep)
+	require.Same(t, bg, e.tagFor(context.Background(), 2, 5, ep))
+	require.Zero(t, testing.AllocsPerRun(100, func() { e.tagFor(context.Background(), 2, 5, ep) }))
+
+	f := e.tagFor(context.Background(), 2, 5, newEpoch(ep))
+	require.NotSame(t, bg, f, "another epoch: a Flush began")
 
 	s := sliceCtx{Context: ctx, v: []int{1}}
 	require.NotPanics(t, func() {
-		x := e.tagFor(s, 2, 5)
-		y := e.tagFor(s, 2, 5)
+		x := e.tagFor(s, 2, 5, ep)
+		y := e.tagFor(s, 2, 5, ep)
 		require.NotSame(t, x, y, "never compared, never shared")
 	})
 }

@@ -41,12 +41,14 @@ type tag struct {
 	seq  uint32          // current.seq of the client the record was given to
 	inc0 uint32          // low bits of the INCONSISTENT_METADATA clock then
 	// resent marks a record's own tag: it was sent again after a failure,
-	// and Flush waits for its promise (see engine.outstanding).
+	// and a flush flushes again until its promise ran (see work).
 	resent bool
 	kind   ctxKind // what holds may compare ctx by
-	// m is the producer that made the record: its outcome counts off m's
-	// outstanding records.
-	m *member
+	// m is the producer that made the record, and ep the epoch of m's
+	// that counts it until its outcome is delivered (see pending.go); a
+	// record keeps its epoch whatever tag it is given later.
+	m  *member
+	ep *epoch
 }
 
 // ctxKind says how a tag's context may be compared without a call or a
@@ -142,26 +144,27 @@ func refOf(ctx context.Context) (ref, bool) {
 // ctx returns the caller's context.
 func (r ref) ctx() context.Context { return r.cx }
 
-// tagFor returns a tag for a record m produced with ctx and given to the
-// client numbered seq at clock inc: the last one m made when it says the
-// same, a new one otherwise. Tags are never changed once made, so
+// tagFor returns a tag for a record m produced with ctx, counted in ep, and
+// given to the client numbered seq at clock inc: the last one m made when
+// it says the same, a new one otherwise. Tags are never changed once made, so
 // goroutines producing at once may share any of them. Each producer keeps
 // its own last tag: producers sharing a client do not take turns replacing
 // one.
-func (m *member) tagFor(ctx context.Context, seq, inc uint32) *tag {
-	if t := m.lastTag.Load(); t != nil && t.seq == seq && t.inc0 == inc && t.holds(ctx) {
+func (m *member) tagFor(ctx context.Context, seq, inc uint32, ep *epoch) *tag {
+	if t := m.lastTag.Load(); t != nil && t.seq == seq && t.inc0 == inc && t.ep == ep && t.holds(ctx) {
 		return t
 	}
-	t := &tag{ctx: ctx, seq: seq, inc0: inc, kind: kindOf(ctx), m: m}
+	t := &tag{ctx: ctx, seq: seq, inc0: inc, kind: kindOf(ctx), m: m, ep: ep}
 	m.lastTag.Store(t)
 	return t
 }
 
 // tagNow returns the tag for a record m produces with ctx (not nil) now:
-// for the current client at the current clock. prime replaces it if either
-// moved before the record is given to a client.
+// for the current client at the current clock, in m's current epoch. prime
+// replaces it if the client or the clock moved before the record is given
+// to a client.
 func (m *member) tagNow(ctx context.Context) *tag {
-	return m.tagFor(ctx, m.e.cur.Load().seq, m.e.incNow())
+	return m.tagFor(ctx, m.e.cur.Load().seq, m.e.incNow(), m.eps.current())
 }
 
 // client is the seq of the client x was given to.

@@ -28,9 +28,14 @@ const (
 // a producer made without factory.TransactionalID.
 var ErrNotTransactional = errors.New("producer: not transactional (no transactional.id)")
 
-// txnState is what a transactional engine knows of its transaction.
+// txnState is what a transactional engine knows of its transaction: the
+// transactions part of the engine. Beginning and ending one (beginTxn,
+// endTxn) are the engine's, as they flush and may replace the client;
+// what the transaction is, and whether a cluster change broke it, is
+// txnState's.
 type txnState struct {
-	on bool // the client has a transactional id; set once, before use
+	on    bool              // the client has a transactional id; set once, before use
+	names link.ClusterNames // the session's cluster names; set before use
 
 	// mu serializes Begin and End (first in the lock order: they take
 	// engine.mu to swap clients) and guards open and gen.
@@ -67,39 +72,57 @@ func (t *txnState) noteCluster(names link.ClusterNames, gen uint64) {
 	t.from.Store(&from)
 }
 
-// txnRefusal is the error of a record that must not go to c: a cluster
-// change cut its transaction short.
-func (e *engine) txnRefusal(c *current) *rebootstrap.ClusterChangedError {
-	if b := e.txn.broken.Load(); b != nil {
+// refusal is the error of a record that must not go to the client
+// numbered seq: a cluster change cut its transaction short.
+func (t *txnState) refusal(seq uint32) *rebootstrap.ClusterChangedError {
+	if b := t.broken.Load(); b != nil {
 		return b
 	}
-	if s := e.txn.seq.Load(); s >= 0 && uint32(s) != c.seq {
-		return e.txnBroken()
+	if s := t.seq.Load(); s >= 0 && uint32(s) != seq {
+		return t.breakOff()
 	}
 	return nil
 }
 
-// txnBroken marks the open transaction as cut short by a cluster change and
+// breakOff marks the open transaction as cut short by a cluster change and
 // returns the error that says so.
-func (e *engine) txnBroken() *rebootstrap.ClusterChangedError {
-	if b := e.txn.broken.Load(); b != nil {
+func (t *txnState) breakOff() *rebootstrap.ClusterChangedError {
+	if b := t.broken.Load(); b != nil {
 		return b
 	}
-	to := e.cluster()
-	from := ""
-	if f := e.txn.from.Load(); f != nil {
+	to, from := "", ""
+	if t.names != nil {
+		to = t.names.Cluster()
+	}
+	if f := t.from.Load(); f != nil {
 		from = *f
-		if from == "" && e.sess.Clusters != nil {
+		if from == "" && t.names != nil {
 			// Begun before the cluster id was learnt: the watcher
 			// knows it for that generation now.
-			from = e.sess.Clusters.ClusterOf(e.txn.fromGen.Load())
+			from = t.names.ClusterOf(t.fromGen.Load())
 		}
 	}
 	b := &rebootstrap.ClusterChangedError{From: from, To: to}
-	if !e.txn.broken.CompareAndSwap(nil, b) {
-		return e.txn.broken.Load()
+	if !t.broken.CompareAndSwap(nil, b) {
+		return t.broken.Load()
 	}
 	return b
+}
+
+// begun notes a transaction begun on c, whose cluster names says now.
+func (t *txnState) begun(c *current) {
+	t.open = true
+	t.gen = c.gen
+	t.noteCluster(t.names, c.gen)
+	t.broken.Store(nil)
+	t.seq.Store(int64(c.seq))
+}
+
+// ended notes the transaction's end.
+func (t *txnState) ended() {
+	t.open = false
+	t.seq.Store(-1)
+	t.broken.Store(nil)
 }
 
 // BeginTransaction begins a transaction: records produced from now until
@@ -128,10 +151,10 @@ func (e *engine) beginTxn() error {
 	if e.txn.open {
 		return errors.New("producer: BeginTransaction: a transaction is open already; end it first")
 	}
-	if r := e.refused.Load(); r != nil && e.stillRefused() {
+	if r := e.pin.refused.Load(); r != nil && e.pin.stillRefused() {
 		return fmt.Errorf("producer: BeginTransaction: %w", r)
 	}
-	if err := e.authRefusal(""); err != nil {
+	if err := e.auth.refusal(""); err != nil {
 		return err
 	}
 	c := e.cur.Load()
@@ -148,11 +171,7 @@ func (e *engine) beginTxn() error {
 	if err := c.cl.BeginTransaction(); err != nil {
 		return fmt.Errorf("producer: BeginTransaction: %w", err)
 	}
-	e.txn.open = true
-	e.txn.gen = c.gen
-	e.txn.noteCluster(e.sess.Clusters, c.gen)
-	e.txn.broken.Store(nil)
-	e.txn.seq.Store(int64(c.seq))
+	e.txn.begun(c)
 	return nil
 }
 
@@ -203,7 +222,7 @@ func (e *engine) endTxn(ctx context.Context, end TransactionEnd) error {
 		// for a TryAbort to end it.
 		return fmt.Errorf("producer: EndTransaction: %w", err)
 	}
-	e.closeTxn()
+	e.txn.ended()
 	return nil
 }
 
@@ -213,8 +232,7 @@ func (e *engine) abortBuffered(ctx context.Context, c *current) error {
 	if err := c.cl.AbortBufferedRecords(ctx); err != nil {
 		return err
 	}
-	_, err := e.waitIdle(ctx)
-	return err
+	return e.flush(ctx)
 }
 
 // txnMoved reports a cluster change since the open transaction began, once
@@ -224,11 +242,11 @@ func (e *engine) txnMoved(ctx context.Context) *rebootstrap.ClusterChangedError 
 		return b
 	}
 	if uint32(e.txn.seq.Load()) != e.cur.Load().seq {
-		return e.txnBroken()
+		return e.txn.breakOff()
 	}
 	if w := e.sess.Watch; w != nil {
 		if now, _ := e.settleWatch(ctx); now != e.txn.gen {
-			return e.txnBroken()
+			return e.txn.breakOff()
 		}
 	}
 	return nil
@@ -239,7 +257,7 @@ func (e *engine) txnMoved(ctx context.Context) *rebootstrap.ClusterChangedError 
 // closed, which leaves the transaction to the coordinator's timeout), and
 // moves an unpinned producer to a client of the new cluster.
 func (e *engine) abandonTxn(ctx context.Context, moved *rebootstrap.ClusterChangedError) error {
-	defer e.closeTxn()
+	defer e.txn.ended()
 	c := e.cur.Load()
 	var errs []error
 	if uint32(e.txn.seq.Load()) == c.seq {
@@ -259,10 +277,4 @@ func (e *engine) abandonTxn(ctx context.Context, moved *rebootstrap.ClusterChang
 		return fmt.Errorf("producer: transaction aborted: %w (and aborting it where it began: %w)", moved, errors.Join(errs...))
 	}
 	return fmt.Errorf("producer: transaction aborted: %w", moved)
-}
-
-func (e *engine) closeTxn() {
-	e.txn.open = false
-	e.txn.seq.Store(-1)
-	e.txn.broken.Store(nil)
 }
