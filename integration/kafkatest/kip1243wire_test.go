@@ -275,7 +275,8 @@ func (r *rawConn) send(req kmsg.Request, tags []byte) (int32, error) {
 	return r.corr, err
 }
 
-// recv reads one flexible response into resp and returns its header's tag 0.
+// recv reads one response into resp and returns its header's tag 0 (nil
+// for an ApiVersions answer, whose header is v0 and has no tags).
 func (r *rawConn) recv(resp kmsg.Response, deadline time.Time) (*stamp, error) {
 	_ = r.SetReadDeadline(deadline)
 	var sz [4]byte
@@ -290,9 +291,12 @@ func (r *rawConn) recv(resp kmsg.Response, deadline time.Time) (*stamp, error) {
 	if corr := b.Int32(); corr != r.corr {
 		return nil, fmt.Errorf("correlation id %d, want %d", corr, r.corr)
 	}
-	st, err := readTags(&b)
-	if err != nil {
-		return nil, err
+	var st *stamp
+	if resp == nil || resp.Key() != 18 {
+		var err error
+		if st, err = readTags(&b); err != nil {
+			return nil, err
+		}
 	}
 	if resp != nil {
 		if err := resp.ReadFrom(b.Src); err != nil {

@@ -72,6 +72,19 @@ final class Advices {
     }
 
     /**
+     * RequestHandlerHelper#sendForwardedResponse(Request, AbstractResponse):
+     * skipped while this broker has not applied the forwarded write the
+     * answer reports; the agent sends it later.
+     */
+    static final class ForwardedAnswer {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class, suppress = Throwable.class)
+        static boolean enter(@Advice.This kafka.server.RequestHandlerHelper helper, @Advice.Argument(0) Request request,
+                @Advice.Argument(1) AbstractResponse resp) {
+            return Kip1243.forwardedAnswer(helper, request, resp);
+        }
+    }
+
+    /**
      * Request#releaseBuffer(): skipped while the request is parked. The
      * handler thread releases a request's buffer when KafkaApis.handle
      * returns, and a parked request still needs it: a forwarded write is
