@@ -37,7 +37,7 @@ var agentClasses = []string{
 	"kafka.server.ControllerApis",
 	"org.apache.kafka.common.requests.RequestContext",
 	"org.apache.kafka.server.ForwardingManagerImpl",
-	"kafka.server.RequestHandlerHelper",
+	"kafka.network.RequestChannel",
 	"org.apache.kafka.raft.KafkaRaftClient",
 	"org.apache.kafka.network.Request",
 }

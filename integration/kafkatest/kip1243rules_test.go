@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"net"
 	"testing"
@@ -208,8 +209,9 @@ func testApiVersionsHeld(t *testing.T, c *kafkatest.Cluster, bound time.Duration
 }
 
 // testTokensNeverDecrease: on one broker, every answer's token is at least
-// the one before, over CreateTopics and DeleteTopics (forwarded writes)
-// interleaved with reads, and the write's answer covers the write; the
+// the one before, over CreateTopics, IncrementalAlterConfigs and
+// DeleteTopics (forwarded writes) interleaved with reads, and each write's
+// answer covers the write, whose effect the same broker already shows; the
 // old agent stamped a forwarded write's answer with the controller's
 // offset, so the broker's next answer often had a lower token.
 func testTokensNeverDecrease(t *testing.T, c *kafkatest.Cluster, broker int32, leaderDir string) {
@@ -241,6 +243,39 @@ func testTokensNeverDecrease(t *testing.T, c *kafkatest.Cluster, broker int32, l
 		require.NoError(t, err)
 		require.Zero(t, topicCode(m, topic), "the broker that answered the create knows the topic")
 		see("Metadata after CreateTopics", st)
+		// IncrementalAlterConfigs: forwarded too, but answered through
+		// KafkaApis' own merge of the forwarded part.
+		want := fmt.Sprint(3_600_000 + i)
+		alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		alter.Version = 1
+		ar := kmsg.NewIncrementalAlterConfigsRequestResource()
+		ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		ac := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		ac.Name, ac.Value = "retention.ms", kmsg.StringPtr(want)
+		ar.Configs = append(ar.Configs, ac)
+		alter.Resources = append(alter.Resources, ar)
+		aresp, st, err := rc.roundTrip(alter, nil, 40*time.Second)
+		require.NoError(t, err)
+		require.NoError(t, kerr.ErrorForCode(aresp.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode))
+		see("IncrementalAlterConfigs", st)
+		off, err = metadataRecordOffset(leaderDir, 4, want) // ConfigRecord
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, st.token, off, "the IncrementalAlterConfigs answer covers the write")
+		desc := kmsg.NewPtrDescribeConfigsRequest()
+		desc.Version = 4
+		dr := kmsg.NewDescribeConfigsRequestResource()
+		dr.ResourceType, dr.ResourceName, dr.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{"retention.ms"}
+		desc.Resources = append(desc.Resources, dr)
+		dresp0, st, err := rc.roundTrip(desc, nil, 10*time.Second)
+		require.NoError(t, err)
+		got := ""
+		for _, cfg := range dresp0.(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
+			if cfg.Value != nil {
+				got = *cfg.Value
+			}
+		}
+		require.Equal(t, want, got, "the broker that answered the alter knows it")
+		see("DescribeConfigs after IncrementalAlterConfigs", st)
 		del := kmsg.NewPtrDeleteTopicsRequest()
 		del.Version, del.TimeoutMillis = 6, 30000
 		dt := kmsg.NewDeleteTopicsRequestTopic()
@@ -257,7 +292,7 @@ func testTokensNeverDecrease(t *testing.T, c *kafkatest.Cluster, broker int32, l
 	}
 	logs, err := c.AgentLog(broker)
 	require.NoError(t, err)
-	t.Logf("broker %d: %d creates and deletes, 0 lower tokens (last %d); answers it held until it had applied the write: %d",
+	t.Logf("broker %d: %d creates, alters and deletes, 0 lower tokens (last %d); answers it held until it had applied the write: %d (it logs the first 20)",
 		broker, trials, last, countLines(logs, "held the answer to "))
 	require.Zero(t, drops)
 }

@@ -320,6 +320,12 @@ func (r *rawConn) roundTrip(req kmsg.Request, tag0 []byte, timeout time.Duration
 // metadataWriteOffset finds, in a node's copy of the metadata log, the
 // offset of the TopicRecord (metadata record type 2) that created topic.
 func metadataWriteOffset(dataDir, topic string) (int64, error) {
+	return metadataRecordOffset(dataDir, 2, topic)
+}
+
+// metadataRecordOffset finds, in a node's copy of the metadata log, the
+// offset of the last record of type recType whose value contains part.
+func metadataRecordOffset(dataDir string, recType uint32, part string) (int64, error) {
 	segs, err := filepath.Glob(filepath.Join(dataDir, "__cluster_metadata-0", "*.log"))
 	if err != nil || len(segs) == 0 {
 		return -1, fmt.Errorf("no metadata log segments under %s (%v)", dataDir, err)
@@ -357,14 +363,14 @@ func metadataWriteOffset(dataDir, topic string) (int64, error) {
 				recs = recs[n+int(l):]
 				v := kbin.Reader{Src: rec.Value}
 				v.Uvarint() // frame version
-				if v.Uvarint() == 2 && bytes.Contains(rec.Value, []byte(topic)) {
+				if v.Uvarint() == recType && bytes.Contains(rec.Value, []byte(part)) {
 					found = batch.FirstOffset + int64(rec.OffsetDelta)
 				}
 			}
 		}
 	}
 	if found < 0 {
-		return -1, fmt.Errorf("no TopicRecord for %q in %s", topic, dataDir)
+		return -1, fmt.Errorf("no record of type %d with %q in %s", recType, part, dataDir)
 	}
 	return found, nil
 }

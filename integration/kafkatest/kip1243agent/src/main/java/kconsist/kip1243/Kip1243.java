@@ -127,20 +127,20 @@ public final class Kip1243 {
 
     /** The controller's answer to a forwarded write, held until this broker applied the write. */
     private static final class HeldAnswer extends Waiter {
-        final kafka.server.RequestHandlerHelper helper;
+        final RequestChannel channel;
         final Request request;
         final AbstractResponse answer;
 
-        HeldAnswer(kafka.server.RequestHandlerHelper helper, Request request, AbstractResponse answer, long token, long deadline) {
+        HeldAnswer(RequestChannel channel, Request request, AbstractResponse answer, long token, long deadline) {
             super(token, deadline);
-            this.helper = helper;
+            this.channel = channel;
             this.request = request;
             this.answer = answer;
         }
 
         @Override
         void ready() {
-            release(helper, request, answer);
+            release(channel, request, answer);
         }
 
         @Override
@@ -236,7 +236,7 @@ public final class Kip1243 {
     }
 
     /**
-     * RequestHandlerHelper.sendForwardedResponse enter. Returns true when
+     * RequestChannel.sendResponse(Request, AbstractResponse) enter. Returns true when
      * the agent holds the answer (the method is then skipped): the write it
      * reports is at an offset this broker has not applied. It is sent once
      * the broker has, stamped with the broker's own offset, so that no
@@ -246,7 +246,7 @@ public final class Kip1243 {
      * within min(writeHoldMs, the request's own timeout), the answer is
      * the API's timeout error instead.
      */
-    public static boolean forwardedAnswer(kafka.server.RequestHandlerHelper helper, Request request, AbstractResponse resp) {
+    public static boolean forwardedAnswer(RequestChannel channel, Request request, AbstractResponse resp) {
         if (RELEASING.get()[0]) {
             return false;
         }
@@ -256,7 +256,7 @@ public final class Kip1243 {
             return false;
         }
         long deadline = request.startTimeNanos() + TimeUnit.MILLISECONDS.toNanos(bound(request, cfg.writeHoldMs));
-        HeldAnswer w = new HeldAnswer(helper, request, resp, token, deadline);
+        HeldAnswer w = new HeldAnswer(channel, request, resp, token, deadline);
         long n = WRITES_HELD.incrementAndGet();
         if (n <= LOG_FIRST) {
             RequestHeader h = request.header();
@@ -267,11 +267,11 @@ public final class Kip1243 {
         return true;
     }
 
-    private static void release(kafka.server.RequestHandlerHelper helper, Request request, AbstractResponse resp) {
+    private static void release(RequestChannel channel, Request request, AbstractResponse resp) {
         boolean[] r = RELEASING.get();
         r[0] = true;
         try {
-            helper.sendForwardedResponse(request, resp);
+            channel.sendResponse(request, resp);
         } catch (Throwable t) {
             Log.line("could not send a held answer to " + request.header().apiKey() + ": " + t);
         } finally {
@@ -286,7 +286,7 @@ public final class Kip1243 {
             resp = w.request.body().getErrorResponse(0, Errors.REQUEST_TIMED_OUT.exception());
         } catch (Throwable t) {
             Log.line("could not build REQUEST_TIMED_OUT for " + h.apiKey() + ": " + t + "; closed the connection");
-            w.helper.kafka$server$RequestHandlerHelper$$requestChannel.closeConnection(w.request, Collections.emptyMap());
+            w.channel.closeConnection(w.request, Collections.emptyMap());
             return;
         }
         long n = WRITES_TIMED_OUT.incrementAndGet();
@@ -295,7 +295,7 @@ public final class Kip1243 {
                 + ": the write at token " + w.token + " not applied (applied " + APPLIED.get() + ") within its bound ("
                 + n + " so far)");
         }
-        release(w.helper, w.request, resp);
+        release(w.channel, w.request, resp);
     }
 
     /**
