@@ -281,7 +281,7 @@ func runRYW(t *testing.T, ctx context.Context, ids []int32, fadm rywAdmin, fkgo,
 // (runRYW: its writes read back at once from every broker, never stale,
 // while plain franz-go in the same run reads stale answers) and the
 // read-your-writes / monotonic-reads checker with the factory's clients
-// (0 violations). In the error variants the brokers must have refused
+// (0 violations), run first. In the error variants the brokers must have refused
 // some of the factory's requests, or the run shows nothing.
 func TestKIP1243NativeVariants(t *testing.T) {
 	for _, v := range kafkatest.KIP1243Variants() {
@@ -297,6 +297,32 @@ func TestKIP1243NativeVariants(t *testing.T) {
 			require.NoError(t, err)
 			defer fkgo.Close()
 			plain := plainClient(t, c)
+
+			// The checker first: it records an operation that failed instead
+			// of stopping, so every variant gets its figures.
+			res, err := checker.Run(ctx, checker.Config{Seed: 1243, Mode: checker.ModeFactory, Ops: 1000, Goroutines: 4,
+				Addrs: c.BootstrapAddrs(), BypassAdminCache: true})
+			require.NoError(t, err)
+			rep := res.Report
+			t.Logf("%s: checker, factory: ops=%d views=%d unjudged=%d acked=%d violations=%d (read-your-writes %d, monotonic %d) in %v",
+				v.Name, res.ClientOps, rep.Views, rep.Unjudged, rep.Acked, len(rep.Violations),
+				rep.Count(checker.ReadYourWrites), rep.Count(checker.MonotonicReads), res.Elapsed.Round(time.Millisecond))
+			require.GreaterOrEqual(t, res.ClientOps, 1000)
+			require.Greater(t, rep.Views, 500)
+			unknown := map[string]int{}
+			for _, op := range res.History.Ops {
+				if op.Outcome == checker.Unknown {
+					e := op.Err
+					if len(e) > 120 {
+						e = e[:120]
+					}
+					unknown[fmt.Sprintf("%v: %s", op.Kind, e)]++
+				}
+			}
+			t.Logf("%s: checker, operations of unknown outcome: %v", v.Name, unknown)
+			for _, viol := range rep.Violations {
+				t.Errorf("%s: factory: %v", v.Name, viol)
+			}
 
 			sides, retried := runRYW(t, ctx, c.NodeIDs(), fadm, fkgo, plain, clientID)
 			answered, closed := 0, 0
@@ -333,18 +359,6 @@ func TestKIP1243NativeVariants(t *testing.T) {
 				require.Positive(t, st.InconsistentMetadata, "the factory saw the INCONSISTENT_METADATA answers")
 			}
 
-			res, err := checker.Run(ctx, checker.Config{Seed: 1243, Mode: checker.ModeFactory, Ops: 1000, Goroutines: 4,
-				Addrs: c.BootstrapAddrs(), BypassAdminCache: true})
-			require.NoError(t, err)
-			rep := res.Report
-			t.Logf("%s: checker, factory: ops=%d views=%d unjudged=%d acked=%d violations=%d (read-your-writes %d, monotonic %d) in %v",
-				v.Name, res.ClientOps, rep.Views, rep.Unjudged, rep.Acked, len(rep.Violations),
-				rep.Count(checker.ReadYourWrites), rep.Count(checker.MonotonicReads), res.Elapsed.Round(time.Millisecond))
-			require.GreaterOrEqual(t, res.ClientOps, 1000)
-			require.Greater(t, rep.Views, 500)
-			for _, viol := range rep.Violations {
-				t.Errorf("%s: factory: %v", v.Name, viol)
-			}
 		})
 	}
 }
