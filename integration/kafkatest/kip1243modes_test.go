@@ -3,6 +3,7 @@ package kafkatest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -187,11 +188,14 @@ func TestKIP1243AgentCannotAttach(t *testing.T) {
 
 // TestKIP1243CloseOnMismatch: with mismatch=close a request naming another
 // cluster gets no answer: its connection is closed, and nothing is done.
-// The same nodes run error mode with inconsistent=close: a request whose
+// The same node runs error mode with inconsistent=close: a request whose
 // token is ahead has its connection closed too, where another agent would
-// answer INCONSISTENT_METADATA, and is not executed.
+// answer INCONSISTENT_METADATA, and is not executed. And it waits at most
+// 1 ms for a forwarded write: an answer the broker has not applied by
+// then is REQUEST_TIMED_OUT, never a success with a token below the write.
 func TestKIP1243CloseOnMismatch(t *testing.T) {
-	c := kafkatest.Start(t, kafkatest.KIP1243(kafkatest.KIP1243CloseOnMismatch(), kafkatest.KIP1243Error(0), kafkatest.KIP1243CloseInsteadOfError()))
+	c := kafkatest.Start(t, kafkatest.KIP1243(kafkatest.KIP1243CloseOnMismatch(), kafkatest.KIP1243Error(0),
+		kafkatest.KIP1243CloseInsteadOfError(), kafkatest.KIP1243WriteHold(time.Millisecond)))
 	cid, foreign := c.ClusterID(), kafkatest.NewClusterID()
 	addr := c.BootstrapAddrs()[0]
 	rc, err := dialRaw(addr)
@@ -217,4 +221,31 @@ func TestKIP1243CloseOnMismatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int16(3), topicCode(m, "kip1243-closed-ahead"), "the topic was not created")
 	agentLogged(t, c, 1, "closed the connection of CREATE_TOPICS", "inconsistent=close")
+
+	// writeHoldMs=1: each CreateTopics answer is a success whose token
+	// covers the write, or REQUEST_TIMED_OUT (the write done all the same),
+	// and the broker's tokens never go down.
+	dir, err := c.DataDir(1)
+	require.NoError(t, err)
+	last, timedOut := int64(-1), 0
+	for i := range 10 {
+		topic := fmt.Sprintf("kip1243-writehold-%d", i)
+		resp, st, err := ok.roundTrip(createTopicsReq(topic, 1, 1), nil, 10*time.Second)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, st.token, last, "tokens never decrease")
+		last = st.token
+		off, err := metadataWriteOffset(dir, topic)
+		require.NoError(t, err, "the write happened")
+		switch code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code {
+		case 0:
+			require.GreaterOrEqual(t, st.token, off, "a success covers the write")
+		case kerr.RequestTimedOut.Code:
+			timedOut++
+		default:
+			t.Fatalf("%s: %v", topic, kerr.ErrorForCode(code))
+		}
+	}
+	t.Logf("writeHoldMs=1: %d of 10 CreateTopics answered REQUEST_TIMED_OUT, the others with a token covering the write", timedOut)
+	require.Positive(t, timedOut, "no answer waited past the 1 ms bound: the test shows nothing")
+	agentLogged(t, c, 1, "answered REQUEST_TIMED_OUT to CREATE_TOPICS", "not applied")
 }
