@@ -37,6 +37,7 @@ var agentClasses = []string{
 	"kafka.server.ControllerApis",
 	"org.apache.kafka.common.requests.RequestContext",
 	"org.apache.kafka.server.ForwardingManagerImpl",
+	"kafka.network.RequestChannel",
 	"org.apache.kafka.raft.KafkaRaftClient",
 	"org.apache.kafka.network.Request",
 }
@@ -56,29 +57,35 @@ const DefaultInconsistentMetadataCode int16 = 1243
 type KIP1243Setting func(*agentConfig) error
 
 type agentConfig struct {
-	hold        bool
-	bound       time.Duration
-	boundSet    bool
-	code        int16
-	tokensOff   bool
-	closeOnMiss bool
-	staleHold   time.Duration
-	require     []string // extra class#method the agent must find
+	hold         bool
+	bound        time.Duration
+	boundSet     bool
+	code         int16
+	tokensOff    bool
+	closeOnMiss  bool
+	closeRefused bool
+	judgedToken  bool
+	writeHold    time.Duration
+	require      []string // extra class#method the agent must find
 }
 
 // KIP1243 starts every node with the KIP-1243 Java agent
 // (kip1243agent/, built with Maven on first use and cached next to the
 // Kafka download, keyed by a hash of its sources): an unmodified Kafka
-// 4.4.0 broker then speaks KIP-1243. It stamps every flexible response
-// header with tag 0 {cluster id, the last metadata offset the broker
-// applied} (at least the controller's committed offset on the answer to a
-// forwarded write), reads tag 0 of every flexible request, refuses a
-// request naming another cluster (REBOOTSTRAP_REQUIRED, or a closed
-// connection where the answer has no error field), and parks a request
-// whose token the broker has not applied yet until it has, or answers
-// INCONSISTENT_METADATA after a bound. Without settings it holds for up
-// to 30s. Start fails the test, quoting the agent, if the agent did not
-// attach to every node.
+// 4.4.0 broker then speaks KIP-1243 (KIP1243.md quotes the KIP for each
+// rule). It stamps every flexible response header with tag 0 {cluster id,
+// the last metadata offset the broker applied}, reads tag 0 of every
+// request with header v2 (ApiVersions v3+ included), refuses a request
+// naming another cluster (REBOOTSTRAP_REQUIRED, or a closed connection
+// where the answer has no error field), and parks a request whose token
+// the broker has not applied yet until it has; a request still behind
+// when its bound ends (the agent's, or the request's own timeout if
+// shorter) is answered INCONSISTENT_METADATA, or its connection closed
+// where the answer has no place for an error. The answer to a forwarded
+// write waits until the answering broker has applied the write. Without
+// settings it holds for up to 30s and answers INCONSISTENT_METADATA with
+// the broker's newest offset. Start fails the test, quoting the agent, if
+// the agent did not attach to every node.
 func KIP1243(settings ...KIP1243Setting) Opt {
 	return func(c *config) error {
 		a := &agentConfig{hold: true, code: DefaultInconsistentMetadataCode}
@@ -92,9 +99,30 @@ func KIP1243(settings ...KIP1243Setting) Opt {
 	}
 }
 
+// KIP1243Variant is one of the ways KIP-1243 lets a broker treat a request
+// it is behind on, as agent settings.
+type KIP1243Variant struct {
+	Name     string
+	Settings []KIP1243Setting
+}
+
+// KIP1243Variants returns the variants the agent offers, each setting
+// value at least once: hold (the default), error at once with the
+// newest or the judged offset in the INCONSISTENT_METADATA header, and
+// error by closing the connection.
+func KIP1243Variants() []KIP1243Variant {
+	return []KIP1243Variant{
+		{Name: "hold", Settings: nil},
+		{Name: "error-newest", Settings: []KIP1243Setting{KIP1243Error(0)}},
+		{Name: "error-judged", Settings: []KIP1243Setting{KIP1243Error(0), KIP1243JudgedErrorToken()}},
+		{Name: "error-close", Settings: []KIP1243Setting{KIP1243Error(0), KIP1243CloseInsteadOfError()}},
+	}
+}
+
 // KIP1243Hold parks a request whose token is ahead of the broker until the
-// broker has applied it, and answers INCONSISTENT_METADATA if it has not
-// after bound (the default mode; the default bound is 30s).
+// broker has applied it, and refuses it if it has not after bound, or after
+// the request's own timeout if that is shorter (the default mode; the
+// default bound is 30s).
 func KIP1243Hold(bound time.Duration) KIP1243Setting {
 	return func(a *agentConfig) error {
 		if bound <= 0 {
@@ -105,15 +133,48 @@ func KIP1243Hold(bound time.Duration) KIP1243Setting {
 	}
 }
 
-// KIP1243Error answers INCONSISTENT_METADATA to a request whose token is
-// ahead of the broker: at once with bound 0, else after holding it up to
-// bound.
+// KIP1243Error refuses a request whose token is ahead of the broker: at
+// once with bound 0, else after holding it up to bound (or the request's
+// own timeout if that is shorter).
 func KIP1243Error(bound time.Duration) KIP1243Setting {
 	return func(a *agentConfig) error {
 		if bound < 0 {
 			return fmt.Errorf("KIP1243Error(%v): want a bound of 0 or more", bound)
 		}
 		a.hold, a.bound, a.boundSet = false, bound, true
+		return nil
+	}
+}
+
+// KIP1243CloseInsteadOfError makes a broker refuse a request it is behind
+// on by closing its connection, never answering INCONSISTENT_METADATA.
+func KIP1243CloseInsteadOfError() KIP1243Setting {
+	return func(a *agentConfig) error {
+		a.closeRefused = true
+		return nil
+	}
+}
+
+// KIP1243JudgedErrorToken makes the header token of an
+// INCONSISTENT_METADATA answer the offset the request was judged at,
+// instead of the broker's newest offset as the answer is built.
+func KIP1243JudgedErrorToken() KIP1243Setting {
+	return func(a *agentConfig) error {
+		a.judgedToken = true
+		return nil
+	}
+}
+
+// KIP1243WriteHold bounds how long the answer to a forwarded write waits
+// for the answering broker to apply the write before the API's timeout
+// error is answered instead (never longer than the request's own
+// timeout); the default is 30s.
+func KIP1243WriteHold(d time.Duration) KIP1243Setting {
+	return func(a *agentConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("KIP1243WriteHold(%v): want a positive bound", d)
+		}
+		a.writeHold = d
 		return nil
 	}
 }
@@ -149,19 +210,6 @@ func KIP1243CloseOnMismatch() KIP1243Setting {
 	}
 }
 
-// KIP1243StaleHold bounds how long a request whose answer has no field for
-// an error (an all-topics Metadata, an acks=0 Produce) is held before it is
-// served as it is; the default is 30s.
-func KIP1243StaleHold(d time.Duration) KIP1243Setting {
-	return func(a *agentConfig) error {
-		if d < 0 {
-			return fmt.Errorf("KIP1243StaleHold(%v): want 0 or more", d)
-		}
-		a.staleHold = d
-		return nil
-	}
-}
-
 // kip1243RequireHook makes the agent require one more class#method, which
 // tests name wrongly to see an agent that cannot attach.
 func kip1243RequireHook(hook string) KIP1243Setting {
@@ -183,8 +231,14 @@ func (a *agentConfig) args() string {
 	if a.boundSet {
 		parts = append(parts, "holdMs="+strconv.FormatInt(a.bound.Milliseconds(), 10))
 	}
-	if a.staleHold > 0 {
-		parts = append(parts, "staleHoldMs="+strconv.FormatInt(a.staleHold.Milliseconds(), 10))
+	if a.closeRefused {
+		parts = append(parts, "inconsistent=close")
+	}
+	if a.judgedToken {
+		parts = append(parts, "errorToken=judged")
+	}
+	if a.writeHold > 0 {
+		parts = append(parts, "writeHoldMs="+strconv.FormatInt(a.writeHold.Milliseconds(), 10))
 	}
 	parts = append(parts, "errorCode="+strconv.Itoa(int(a.code)))
 	if a.tokensOff {

@@ -193,6 +193,7 @@ func TestKIP1243ThreeNodes(t *testing.T) {
 			if own.token < off {
 				ahead++
 			}
+			require.GreaterOrEqual(t, own.token, st.token, "the broker's next answer has no lower token")
 			// Read-your-writes on the wire: Metadata carrying the token, sent
 			// to every broker, knows the topic; without it, some may not.
 			for _, id := range c.NodeIDs() {
@@ -212,6 +213,9 @@ func TestKIP1243ThreeNodes(t *testing.T) {
 		t.Logf("%d trials: the broker had not applied the write itself when it answered in %d; Metadata without the token stale %d of %d, with it %d of %d",
 			trials, ahead, staleWithout, trials*3, staleWith, trials*3)
 		require.Zero(t, staleWith, "a read carrying the write's token saw it on every broker")
+		require.Zero(t, ahead, "the broker answered the write only once it had applied it")
+
+		testTokensNeverDecrease(t, c, other, leaderDir)
 	})
 
 	// A write held until the broker catches up is then forwarded to the
@@ -239,6 +243,10 @@ func TestKIP1243ThreeNodes(t *testing.T) {
 		require.Equal(t, 1, parkedLines(t, c, 3)-before, "it was parked")
 		t.Logf("CreateTopics carrying token %d (broker at %d) parked and created in %v; answer's token %d", st.token+3, st.token, took.Round(time.Millisecond), got.token)
 	})
+
+	t.Run("NothingServedStale", func(t *testing.T) { testNothingServedStale(t, ctx, c, adm, holdBound) })
+	t.Run("OwnTimeout", func(t *testing.T) { testOwnTimeout(t, ctx, c, adm, holdBound) })
+	t.Run("ApiVersionsHeld", func(t *testing.T) { testApiVersionsHeld(t, c, holdBound) })
 
 	// Requests held for a token far ahead are parked, not slept on: with
 	// num.io.threads=2 (kafkatest's default) and ten held requests, an

@@ -3,12 +3,15 @@ package kafkatest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/integration/kafkatest"
@@ -17,19 +20,32 @@ import (
 const code4321 = 4321
 
 // TestKIP1243ErrorMode: in error mode a request whose token is ahead gets
-// INCONSISTENT_METADATA at once, with the configured code; a request whose
-// answer has no field for an error (an all-topics Metadata) is held up to
-// the stale bound, then served as it is.
+// INCONSISTENT_METADATA at once, with the configured code and the broker's
+// newest offset in its header; a request whose answer has no field for an
+// error (an all-topics Metadata, an acks=0 Produce) has its connection
+// closed at once, neither served nor executed; ApiVersions v3+ tag 0 is
+// read: a token ahead gets INCONSISTENT_METADATA, another cluster
+// REBOOTSTRAP_REQUIRED. Over every answer on one connection the header
+// tokens never decrease.
 func TestKIP1243ErrorMode(t *testing.T) {
-	const code, staleHold = code4321, 3 * time.Second
-	c := kafkatest.Start(t, kafkatest.KIP1243(kafkatest.KIP1243Error(0), kafkatest.KIP1243ErrorCode(code), kafkatest.KIP1243StaleHold(staleHold)))
+	const code = code4321
+	c := kafkatest.Start(t, kafkatest.KIP1243(kafkatest.KIP1243Error(0), kafkatest.KIP1243ErrorCode(code)))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	cid := c.ClusterID()
 	rc, err := dialRaw(c.BootstrapAddrs()[0])
 	require.NoError(t, err)
 	defer rc.Close()
+	last := int64(-1)
+	mono := func(st *stamp) {
+		t.Helper()
+		require.NotNil(t, st)
+		require.GreaterOrEqual(t, st.token, last, "header tokens never decrease")
+		last = st.token
+	}
 	_, st, err := rc.roundTrip(metadataReq(), nil, 10*time.Second)
 	require.NoError(t, err)
-	require.NotNil(t, st)
+	mono(st)
 	far := st.token + 1_000_000
 
 	start := time.Now()
@@ -38,16 +54,49 @@ func TestKIP1243ErrorMode(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int16(code), topicCode(resp, "kip1243-any"))
 	require.Less(t, got.token, far, "the header says how far the broker is")
+	mono(got)
 	require.Less(t, took, 2*time.Second, "answered at once, not held")
 
-	start = time.Now()
-	resp, _, err = rc.roundTrip(metadataReq(), appendState(nil, &cid, far), 3*staleHold)
-	stale := time.Since(start)
+	// ApiVersions v3+ carries tag 0 (request header v2): acted on.
+	av, _, err := rc.roundTrip(apiVersionsReq(4), appendState(nil, &cid, far), 10*time.Second)
 	require.NoError(t, err)
-	require.Len(t, resp.(*kmsg.MetadataResponse).Brokers, 1, "served as it is")
-	require.GreaterOrEqual(t, stale, staleHold-200*time.Millisecond)
-	require.Less(t, stale, staleHold+5*time.Second)
-	t.Logf("INCONSISTENT_METADATA (%d) after %v; all-topics Metadata served after %v", code, took.Round(time.Microsecond), stale.Round(time.Millisecond))
+	require.Equal(t, int16(code), av.(*kmsg.ApiVersionsResponse).ErrorCode, "ApiVersions v4 with a token ahead")
+	foreign := kafkatest.NewClusterID()
+	av, _, err = rc.roundTrip(apiVersionsReq(3), appendState(nil, &foreign, 0), 10*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, kerr.RebootstrapRequired.Code, av.(*kmsg.ApiVersionsResponse).ErrorCode, "ApiVersions v3 naming another cluster")
+	av, _, err = rc.roundTrip(apiVersionsReq(4), appendState(nil, &cid, last), 10*time.Second)
+	require.NoError(t, err)
+	require.Zero(t, av.(*kmsg.ApiVersionsResponse).ErrorCode, "ApiVersions v4 with a token the broker has")
+	require.NotEmpty(t, av.(*kmsg.ApiVersionsResponse).ApiKeys)
+
+	// No place for an error: the connection is closed at once.
+	all, err := dialRaw(c.BootstrapAddrs()[0])
+	require.NoError(t, err)
+	defer all.Close()
+	start = time.Now()
+	_, _, err = all.roundTrip(metadataReq(), appendState(nil, &cid, far), 10*time.Second)
+	requireClosed(t, err, "all-topics Metadata")
+	require.Less(t, time.Since(start), 2*time.Second, "closed at once")
+	const topic = "kip1243-error-acks0"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapAddrs()...))
+	require.NoError(t, err)
+	defer cl.Close()
+	created, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic)
+	require.NoError(t, err)
+	require.NoError(t, created.Err)
+	zero, err := dialRaw(c.BootstrapAddrs()[0])
+	require.NoError(t, err)
+	defer zero.Close()
+	_, err = zero.send(produceReq(topic, 0, 30000, "acks0"), tagSection(appendState(nil, &cid, far)))
+	require.NoError(t, err)
+	_, err = zero.recv(nil, time.Now().Add(10*time.Second))
+	requireClosed(t, err, "acks=0 Produce")
+	written, err := c.CountRecords(ctx, topic)
+	require.NoError(t, err)
+	require.Zero(t, written, "the acks=0 Produce was not written")
+	t.Logf("INCONSISTENT_METADATA (%d) after %v; all-topics Metadata and acks=0 Produce: connection closed, nothing written", code, took.Round(time.Microsecond))
+
 	// Random tag 0 payloads (a fixed seed, so a failure replays): each
 	// request is answered, on the same connection, by the agent's parser
 	// serving it as untagged (malformed), refusing it (another cluster),
@@ -78,7 +127,7 @@ func TestKIP1243ErrorMode(t *testing.T) {
 		}
 		resp, got, err := rc.roundTrip(metadataReq("kip1243-any"), payload, 10*time.Second)
 		require.NoError(t, err, "payload %x", payload)
-		require.NotNil(t, got)
+		mono(got)
 		switch code := topicCode(resp, "kip1243-any"); code {
 		case 3: // UNKNOWN_TOPIC_OR_PARTITION: served
 			outcomes["served"]++
@@ -93,7 +142,8 @@ func TestKIP1243ErrorMode(t *testing.T) {
 	t.Logf("%d random tag 0 payloads (seed %d): %v", n, seed, outcomes)
 
 	agentLogged(t, c, 1, "answered INCONSISTENT_METADATA (4321) to METADATA", "")
-	agentLogged(t, c, 1, "served METADATA", "cannot carry INCONSISTENT_METADATA")
+	agentLogged(t, c, 1, "closed the connection of METADATA", "no place for an error")
+	agentLogged(t, c, 1, "closed the connection of PRODUCE", "acks=0")
 }
 
 // TestKIP1243TokensOff: with tokens off the agent is attached but the
@@ -138,17 +188,21 @@ func TestKIP1243AgentCannotAttach(t *testing.T) {
 
 // TestKIP1243CloseOnMismatch: with mismatch=close a request naming another
 // cluster gets no answer: its connection is closed, and nothing is done.
+// The same node runs error mode with inconsistent=close: a request whose
+// token is ahead has its connection closed too, where another agent would
+// answer INCONSISTENT_METADATA, and is not executed. And it waits at most
+// 1 ms for a forwarded write: an answer the broker has not applied by
+// then is REQUEST_TIMED_OUT, never a success with a token below the write.
 func TestKIP1243CloseOnMismatch(t *testing.T) {
-	c := kafkatest.Start(t, kafkatest.KIP1243(kafkatest.KIP1243CloseOnMismatch()))
+	c := kafkatest.Start(t, kafkatest.KIP1243(kafkatest.KIP1243CloseOnMismatch(), kafkatest.KIP1243Error(0),
+		kafkatest.KIP1243CloseInsteadOfError(), kafkatest.KIP1243WriteHold(time.Millisecond)))
 	cid, foreign := c.ClusterID(), kafkatest.NewClusterID()
 	addr := c.BootstrapAddrs()[0]
 	rc, err := dialRaw(addr)
 	require.NoError(t, err)
 	defer rc.Close()
 	_, _, err = rc.roundTrip(createTopicsReq("kip1243-closed", 1, 1), appendState(nil, &foreign, 0), 10*time.Second)
-	require.Error(t, err)
-	var ne net.Error
-	require.False(t, errors.As(err, &ne) && ne.Timeout(), "closed, not left hanging: %v", err)
+	requireClosed(t, err, "CreateTopics naming another cluster")
 	ok, err := dialRaw(addr)
 	require.NoError(t, err)
 	defer ok.Close()
@@ -157,4 +211,41 @@ func TestKIP1243CloseOnMismatch(t *testing.T) {
 	require.Equal(t, cid, *st.clusterID)
 	require.Equal(t, int16(3), topicCode(m, "kip1243-closed"), "the topic was not created")
 	agentLogged(t, c, 1, "refused CREATE_TOPICS", "closed the connection")
+
+	ahead, err := dialRaw(addr)
+	require.NoError(t, err)
+	defer ahead.Close()
+	_, _, err = ahead.roundTrip(createTopicsReq("kip1243-closed-ahead", 1, 1), appendState(nil, &cid, st.token+1_000_000), 10*time.Second)
+	requireClosed(t, err, "CreateTopics with a token ahead, inconsistent=close")
+	m, _, err = ok.roundTrip(metadataReq("kip1243-closed-ahead"), nil, 10*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, int16(3), topicCode(m, "kip1243-closed-ahead"), "the topic was not created")
+	agentLogged(t, c, 1, "closed the connection of CREATE_TOPICS", "inconsistent=close")
+
+	// writeHoldMs=1: each CreateTopics answer is a success whose token
+	// covers the write, or REQUEST_TIMED_OUT (the write done all the same),
+	// and the broker's tokens never go down.
+	dir, err := c.DataDir(1)
+	require.NoError(t, err)
+	last, timedOut := int64(-1), 0
+	for i := range 10 {
+		topic := fmt.Sprintf("kip1243-writehold-%d", i)
+		resp, st, err := ok.roundTrip(createTopicsReq(topic, 1, 1), nil, 10*time.Second)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, st.token, last, "tokens never decrease")
+		last = st.token
+		off, err := metadataWriteOffset(dir, topic)
+		require.NoError(t, err, "the write happened")
+		switch code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code {
+		case 0:
+			require.GreaterOrEqual(t, st.token, off, "a success covers the write")
+		case kerr.RequestTimedOut.Code:
+			timedOut++
+		default:
+			t.Fatalf("%s: %v", topic, kerr.ErrorForCode(code))
+		}
+	}
+	t.Logf("writeHoldMs=1: %d of 10 CreateTopics answered REQUEST_TIMED_OUT, the others with a token covering the write", timedOut)
+	require.Positive(t, timedOut, "no answer waited past the 1 ms bound: the test shows nothing")
+	agentLogged(t, c, 1, "answered REQUEST_TIMED_OUT to CREATE_TOPICS", "not applied")
 }

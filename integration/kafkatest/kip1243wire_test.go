@@ -275,7 +275,8 @@ func (r *rawConn) send(req kmsg.Request, tags []byte) (int32, error) {
 	return r.corr, err
 }
 
-// recv reads one flexible response into resp and returns its header's tag 0.
+// recv reads one response into resp and returns its header's tag 0 (nil
+// for an ApiVersions answer, whose header is v0 and has no tags).
 func (r *rawConn) recv(resp kmsg.Response, deadline time.Time) (*stamp, error) {
 	_ = r.SetReadDeadline(deadline)
 	var sz [4]byte
@@ -290,9 +291,12 @@ func (r *rawConn) recv(resp kmsg.Response, deadline time.Time) (*stamp, error) {
 	if corr := b.Int32(); corr != r.corr {
 		return nil, fmt.Errorf("correlation id %d, want %d", corr, r.corr)
 	}
-	st, err := readTags(&b)
-	if err != nil {
-		return nil, err
+	var st *stamp
+	if resp == nil || resp.Key() != 18 {
+		var err error
+		if st, err = readTags(&b); err != nil {
+			return nil, err
+		}
 	}
 	if resp != nil {
 		if err := resp.ReadFrom(b.Src); err != nil {
@@ -316,6 +320,12 @@ func (r *rawConn) roundTrip(req kmsg.Request, tag0 []byte, timeout time.Duration
 // metadataWriteOffset finds, in a node's copy of the metadata log, the
 // offset of the TopicRecord (metadata record type 2) that created topic.
 func metadataWriteOffset(dataDir, topic string) (int64, error) {
+	return metadataRecordOffset(dataDir, 2, topic)
+}
+
+// metadataRecordOffset finds, in a node's copy of the metadata log, the
+// offset of the last record of type recType whose value contains part.
+func metadataRecordOffset(dataDir string, recType uint32, part string) (int64, error) {
 	segs, err := filepath.Glob(filepath.Join(dataDir, "__cluster_metadata-0", "*.log"))
 	if err != nil || len(segs) == 0 {
 		return -1, fmt.Errorf("no metadata log segments under %s (%v)", dataDir, err)
@@ -353,14 +363,14 @@ func metadataWriteOffset(dataDir, topic string) (int64, error) {
 				recs = recs[n+int(l):]
 				v := kbin.Reader{Src: rec.Value}
 				v.Uvarint() // frame version
-				if v.Uvarint() == 2 && bytes.Contains(rec.Value, []byte(topic)) {
+				if v.Uvarint() == recType && bytes.Contains(rec.Value, []byte(part)) {
 					found = batch.FirstOffset + int64(rec.OffsetDelta)
 				}
 			}
 		}
 	}
 	if found < 0 {
-		return -1, fmt.Errorf("no TopicRecord for %q in %s", topic, dataDir)
+		return -1, fmt.Errorf("no record of type %d with %q in %s", recType, part, dataDir)
 	}
 	return found, nil
 }

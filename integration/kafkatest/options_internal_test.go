@@ -210,13 +210,15 @@ func TestKIP1243Options(t *testing.T) {
 		{nil, "mode=hold,errorCode=1243", ""},
 		{[]KIP1243Setting{KIP1243Hold(2500 * time.Millisecond)}, "mode=hold,holdMs=2500,errorCode=1243", ""},
 		{[]KIP1243Setting{KIP1243Error(0), KIP1243ErrorCode(77)}, "mode=error,holdMs=0,errorCode=77", ""},
-		{[]KIP1243Setting{KIP1243TokensOff(), KIP1243CloseOnMismatch(), KIP1243StaleHold(time.Second)},
-			"mode=hold,staleHoldMs=1000,errorCode=1243,tokens=off,mismatch=close", ""},
+		{[]KIP1243Setting{KIP1243TokensOff(), KIP1243CloseOnMismatch(), KIP1243WriteHold(time.Second)},
+			"mode=hold,writeHoldMs=1000,errorCode=1243,tokens=off,mismatch=close", ""},
+		{[]KIP1243Setting{KIP1243Error(0), KIP1243CloseInsteadOfError(), KIP1243JudgedErrorToken()},
+			"mode=error,holdMs=0,inconsistent=close,errorToken=judged,errorCode=1243", ""},
 		{[]KIP1243Setting{kip1243RequireHook("a.B#c"), kip1243RequireHook("d.E#f")}, "mode=hold,errorCode=1243,requireHook=a.B#c;d.E#f", ""},
 		{[]KIP1243Setting{KIP1243Hold(0)}, "", "KIP1243Hold(0s)"},
 		{[]KIP1243Setting{KIP1243Error(-time.Second)}, "", "KIP1243Error(-1s)"},
 		{[]KIP1243Setting{KIP1243ErrorCode(0)}, "", "KIP1243ErrorCode(0)"},
-		{[]KIP1243Setting{KIP1243StaleHold(-1)}, "", "KIP1243StaleHold"},
+		{[]KIP1243Setting{KIP1243WriteHold(0)}, "", "KIP1243WriteHold(0s)"},
 		{[]KIP1243Setting{kip1243RequireHook("a.B#c,mode=error")}, "", "requireHook"},
 	} {
 		var c config

@@ -72,6 +72,21 @@ final class Advices {
     }
 
     /**
+     * RequestChannel#sendResponse(Request, AbstractResponse), which every
+     * answer KafkaApis builds goes through (sendForwardedResponse, and the
+     * merged answers of IncrementalAlterConfigs and the like): skipped while
+     * this broker has not applied the forwarded write the answer reports;
+     * the agent sends it later.
+     */
+    static final class ForwardedAnswer {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class, suppress = Throwable.class)
+        static boolean enter(@Advice.This kafka.network.RequestChannel channel, @Advice.Argument(0) Request request,
+                @Advice.Argument(1) AbstractResponse resp) {
+            return Kip1243.forwardedAnswer(channel, request, resp);
+        }
+    }
+
+    /**
      * Request#releaseBuffer(): skipped while the request is parked. The
      * handler thread releases a request's buffer when KafkaApis.handle
      * returns, and a parked request still needs it: a forwarded write is

@@ -94,6 +94,8 @@ public final class Agent {
             "org.apache.kafka.common.requests.AbstractResponse"));
         h.add(new Hook("org.apache.kafka.server.ForwardingManagerImpl", "parseResponse", A + "ForwardedResponse",
             "java.nio.ByteBuffer", "org.apache.kafka.common.requests.AbstractRequest", "org.apache.kafka.common.requests.RequestHeader"));
+        h.add(new Hook("kafka.network.RequestChannel", "sendResponse", A + "ForwardedAnswer",
+            "org.apache.kafka.network.Request", "org.apache.kafka.common.requests.AbstractResponse"));
         h.add(new Hook("org.apache.kafka.raft.KafkaRaftClient", "<init>", A + "RaftClient", (String[]) null));
         h.add(new Hook("org.apache.kafka.network.Request", "releaseBuffer", A + "KeepBuffer", new String[0]));
         return h;

@@ -13,14 +13,27 @@ import java.util.Map;
  *
  * <ul>
  * <li>{@code mode}: {@code hold} (default) parks a request whose token is
- * ahead of the broker until the broker has applied it, or answers
- * INCONSISTENT_METADATA after {@code holdMs}; {@code error} answers
- * INCONSISTENT_METADATA after {@code holdMs}, which defaults to 0 (at once).
- * <li>{@code holdMs}: the bound; default 30000 in hold mode (the Java
- * client's default request.timeout.ms), 0 in error mode.
- * <li>{@code staleHoldMs}: how long a request whose answer cannot carry an
- * error (an all-topics Metadata) is held before it is served as it is;
- * default 30000.
+ * ahead of the broker until the broker has applied it, then lets it
+ * through; {@code error} refuses it once its bound is over, which is at
+ * once by default. Either way a request still behind at the end of its
+ * bound is refused (see {@code inconsistent}).
+ * <li>{@code holdMs}: the agent's bound; default 30000 in hold mode (the
+ * Java client's default request.timeout.ms), 0 in error mode. A request
+ * that carries its own timeout (Produce, CreateTopics, DeleteTopics,
+ * ListOffsets v10+, ... : a {@code timeoutMs} field) is held no longer
+ * than that timeout.
+ * <li>{@code inconsistent}: how a request is refused: {@code answer}
+ * (default) answers INCONSISTENT_METADATA where the answer has a place
+ * for an error and closes the connection where it has none (an
+ * all-topics Metadata, an acks=0 Produce); {@code close} always closes.
+ * <li>{@code errorToken}: the header token of an INCONSISTENT_METADATA
+ * answer: {@code newest} (default) the broker's latest applied offset as
+ * the answer is built, {@code judged} the offset the request was judged
+ * at.
+ * <li>{@code writeHoldMs}: how long the answer to a forwarded write
+ * (CreateTopics, DeleteTopics, ...) waits for this broker to apply the
+ * write before it is answered with the API's timeout error instead;
+ * default 30000, and never longer than the request's own timeout.
  * <li>{@code errorCode}: the code of INCONSISTENT_METADATA; default 1243
  * (provisional: KIP-1243 has no code assigned upstream).
  * <li>{@code tokens}: {@code on} (default); {@code off} makes the broker
@@ -36,10 +49,14 @@ import java.util.Map;
  */
 final class Config {
     static final String PREFIX = "kip1243.";
+    static final List<String> KEYS = List.of("mode", "holdMs", "inconsistent", "errorToken", "writeHoldMs", "errorCode",
+        "tokens", "mismatch", "requireHook");
 
     boolean hold = true;
     long holdMs = 30_000;
-    long staleHoldMs = 30_000;
+    long writeHoldMs = 30_000;
+    boolean inconsistentClose = false;
+    boolean errorTokenJudged = false;
     short errorCode = 1243;
     boolean tokens = true;
     boolean mismatchClose = false;
@@ -60,7 +77,7 @@ final class Config {
                 kv.put(part.substring(0, eq).trim(), part.substring(eq + 1).trim());
             }
         }
-        for (String key : List.of("mode", "holdMs", "staleHoldMs", "errorCode", "tokens", "mismatch", "requireHook")) {
+        for (String key : KEYS) {
             String v = System.getProperty(PREFIX + key);
             if (v != null && !kv.containsKey(key)) {
                 kv.put(key, v.trim());
@@ -88,8 +105,26 @@ final class Config {
                 case "holdMs":
                     c.holdMs = nonNegative(k, v);
                     break;
-                case "staleHoldMs":
-                    c.staleHoldMs = nonNegative(k, v);
+                case "writeHoldMs":
+                    c.writeHoldMs = nonNegative(k, v);
+                    break;
+                case "inconsistent":
+                    if (v.equals("close")) {
+                        c.inconsistentClose = true;
+                    } else if (v.equals("answer")) {
+                        c.inconsistentClose = false;
+                    } else {
+                        throw new IllegalArgumentException("inconsistent=" + v + ": want answer or close");
+                    }
+                    break;
+                case "errorToken":
+                    if (v.equals("judged")) {
+                        c.errorTokenJudged = true;
+                    } else if (v.equals("newest")) {
+                        c.errorTokenJudged = false;
+                    } else {
+                        throw new IllegalArgumentException("errorToken=" + v + ": want newest or judged");
+                    }
                     break;
                 case "errorCode":
                     long code = parseLong(k, v);
@@ -119,7 +154,7 @@ final class Config {
                     }
                     break;
                 default:
-                    throw new IllegalArgumentException("unknown key \"" + k + "\" (want mode, holdMs, staleHoldMs, errorCode, tokens, mismatch, requireHook)");
+                    throw new IllegalArgumentException("unknown key \"" + k + "\" (want one of " + String.join(", ", KEYS) + ")");
             }
         }
         return c;
@@ -153,8 +188,9 @@ final class Config {
 
     @Override
     public String toString() {
-        return "mode=" + (hold ? "hold" : "error") + " holdMs=" + holdMs + " staleHoldMs=" + staleHoldMs
-            + " errorCode=" + errorCode + " tokens=" + (tokens ? "on" : "off")
+        return "mode=" + (hold ? "hold" : "error") + " holdMs=" + holdMs
+            + " inconsistent=" + (inconsistentClose ? "close" : "answer") + " errorToken=" + (errorTokenJudged ? "judged" : "newest")
+            + " writeHoldMs=" + writeHoldMs + " errorCode=" + errorCode + " tokens=" + (tokens ? "on" : "off")
             + " mismatch=" + (mismatchClose ? "close" : "rebootstrap");
     }
 }

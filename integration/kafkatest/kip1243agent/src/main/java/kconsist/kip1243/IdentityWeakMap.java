@@ -25,6 +25,12 @@ final class IdentityWeakMap<K> {
         return v == null ? -1 : v;
     }
 
+    /** Returns the value of key, or -1. */
+    long get(K key) {
+        Long v = map.get(new Ref<>(key, null));
+        return v == null ? -1 : v;
+    }
+
     boolean contains(K key) {
         return map.containsKey(new Ref<>(key, null));
     }

@@ -50,17 +50,20 @@ public final class Kip1243 {
     private static final IdentityWeakMap<RequestContext> CONTROLLER_CONTEXTS = new IdentityWeakMap<>();
     /** Forwarded requests' headers, with the token of the controller's answer. */
     private static final IdentityWeakMap<RequestHeader> FORWARDED = new IdentityWeakMap<>();
-    /** The least token of the response being built on this thread. */
+    /** The least token of the response being built on this thread (the controller's answers). */
     private static final ThreadLocal<long[]> FLOOR = ThreadLocal.withInitial(() -> new long[] {-1});
-    /** The token of an INCONSISTENT_METADATA answer being built on this thread: the offset it was judged at. */
+    /** The token of an INCONSISTENT_METADATA answer being built on this thread (errorToken=judged). */
     private static final ThreadLocal<long[]> PINNED = ThreadLocal.withInitial(() -> new long[] {-1});
+    /** Set while the agent itself sends an answer it held: the hook lets it through. */
+    private static final ThreadLocal<boolean[]> RELEASING = ThreadLocal.withInitial(() -> new boolean[1]);
 
-    // Held requests: parked (out of every queue) until the broker applies
-    // their token or their bound passes, then put back into the request
-    // channel; no request-handler thread ever waits for one.
+    // Waiters: held requests and held answers to forwarded writes, each out
+    // of every Kafka queue until the broker applies their token or their
+    // bound passes; the kip1243-requeue thread then hands them back. No
+    // request-handler thread ever waits for one.
     private static final Object LOCK = new Object();
     private static final Map<Request, Held> HELD = new IdentityHashMap<>();
-    private static final PriorityQueue<Held> BY_TOKEN = new PriorityQueue<>(Comparator.comparingLong(h -> h.token));
+    private static final PriorityQueue<Waiter> BY_TOKEN = new PriorityQueue<>(Comparator.comparingLong(w -> w.token));
     private static final AtomicInteger PARKED = new AtomicInteger();
     private static final AtomicInteger HELD_COUNT = new AtomicInteger(); // size of HELD, read without the lock
     private static final ScheduledExecutorService REQUEUE = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -72,26 +75,77 @@ public final class Kip1243 {
     private static final AtomicBoolean MALFORMED_LOGGED = new AtomicBoolean();
     private static final AtomicLong MISMATCHES = new AtomicLong();
     private static final AtomicLong INCONSISTENT = new AtomicLong();
-    private static final AtomicLong STALE_SERVED = new AtomicLong();
+    private static final AtomicLong CLOSED = new AtomicLong();
     private static final AtomicLong PARKS = new AtomicLong();
+    private static final AtomicLong WRITES_HELD = new AtomicLong();
+    private static final AtomicLong WRITES_TIMED_OUT = new AtomicLong();
     private static final AtomicBoolean FIRST_STAMP = new AtomicBoolean();
     private static final int LOG_FIRST = 20;
 
-    private static final class Held {
-        final Request request;
-        final RequestChannel channel;
+    /** Something waiting for the applied offset to reach token, or for its deadline. */
+    private abstract static class Waiter {
         final long token;
-        final long start;
-        long deadline;
-        boolean parked, expired, errorTried;
+        final long deadline; // System.nanoTime
+        boolean parked;
         ScheduledFuture<?> timer;
 
-        Held(Request request, RequestChannel channel, long token, long start, long deadline) {
+        Waiter(long token, long deadline) {
+            this.token = token;
+            this.deadline = deadline;
+        }
+
+        /** The broker applied token: hand it back. Runs on kip1243-requeue. */
+        abstract void ready();
+
+        /** The deadline passed first. Runs on kip1243-requeue. */
+        abstract void expired();
+    }
+
+    /** A request whose token the broker has not applied, out of the queue. */
+    private static final class Held extends Waiter {
+        final Request request;
+        final RequestChannel channel;
+        boolean expired;
+
+        Held(Request request, RequestChannel channel, long token, long deadline) {
+            super(token, deadline);
             this.request = request;
             this.channel = channel;
-            this.token = token;
-            this.start = start;
-            this.deadline = deadline;
+        }
+
+        @Override
+        void ready() {
+            requeue(this);
+        }
+
+        @Override
+        void expired() {
+            expired = true;
+            requeue(this);
+        }
+    }
+
+    /** The controller's answer to a forwarded write, held until this broker applied the write. */
+    private static final class HeldAnswer extends Waiter {
+        final RequestChannel channel;
+        final Request request;
+        final AbstractResponse answer;
+
+        HeldAnswer(RequestChannel channel, Request request, AbstractResponse answer, long token, long deadline) {
+            super(token, deadline);
+            this.channel = channel;
+            this.request = request;
+            this.answer = answer;
+        }
+
+        @Override
+        void ready() {
+            release(channel, request, answer);
+        }
+
+        @Override
+        void expired() {
+            answerTimedOut(this);
         }
     }
 
@@ -139,9 +193,16 @@ public final class Kip1243 {
         }
     }
 
-    /** RequestContext.buildResponseSend / buildResponseEnvelopePayload enter. */
+    /**
+     * RequestContext.buildResponseSend / buildResponseEnvelopePayload enter:
+     * an answer the controller builds (to the controller listener, or the
+     * inner answer of a forwarded request's envelope) carries at least the
+     * raft high watermark - 1, which covers every write the controller
+     * answers, since it answers only after the commit. A broker's own
+     * answers carry only the offset it applied.
+     */
     public static void beginResponse(RequestContext ctx, AbstractResponse resp) {
-        long floor = ctx.header == null ? -1 : FORWARDED.remove(ctx.header);
+        long floor = -1;
         if (CONTROLLER_CONTEXTS.remove(ctx) >= 0) {
             KafkaRaftClient<?> r = raft;
             if (r != null) {
@@ -162,19 +223,111 @@ public final class Kip1243 {
      * ForwardingManagerImpl.parseResponse enter: the controller's answer to a
      * forwarded request, with its response header. Its tag 0 (stamped by the
      * agent on the controller with at least the controller's committed
-     * offset) becomes the least token of this broker's answer to the client,
-     * which its own applied offset may not reach yet.
+     * offset) is the offset this broker must apply before it answers.
      */
     public static void forwarded(ByteBuffer inner, RequestHeader clientHeader) {
         if (inner == null || clientHeader == null) {
             return;
         }
-        if (clientHeader.apiKey().responseHeaderVersion(clientHeader.apiVersion()) < 1) {
-            return;
-        }
         long token = State.responseToken(inner.duplicate());
         if (token >= 0) {
             FORWARDED.put(clientHeader, token);
+        }
+    }
+
+    /**
+     * RequestChannel.sendResponse(Request, AbstractResponse) enter. Returns true when
+     * the agent holds the answer (the method is then skipped): the write it
+     * reports is at an offset this broker has not applied. It is sent once
+     * the broker has, stamped with the broker's own offset, so that no
+     * answer of this broker carries a token it has not applied and a read
+     * carrying that token, sent to this broker, never waits for the write
+     * the client already saw answered. If the broker has not applied it
+     * within min(writeHoldMs, the request's own timeout), the answer is
+     * the API's timeout error instead.
+     */
+    public static boolean forwardedAnswer(RequestChannel channel, Request request, AbstractResponse resp) {
+        if (RELEASING.get()[0]) {
+            return false;
+        }
+        long token = FORWARDED.remove(request.header());
+        Config cfg = Settings.cfg;
+        if (Settings.off || !cfg.tokens || token < 0 || token <= APPLIED.get()) {
+            return false;
+        }
+        long deadline = request.startTimeNanos() + TimeUnit.MILLISECONDS.toNanos(bound(request, cfg.writeHoldMs));
+        HeldAnswer w = new HeldAnswer(channel, request, resp, token, deadline);
+        long n = WRITES_HELD.incrementAndGet();
+        if (n <= LOG_FIRST) {
+            RequestHeader h = request.header();
+            Log.line("held the answer to " + h.apiKey() + " v" + h.apiVersion() + " of " + h.clientId() + ": write at token "
+                + token + ", applied " + APPLIED.get() + " (" + n + " so far)");
+        }
+        park(w);
+        return true;
+    }
+
+    private static void release(RequestChannel channel, Request request, AbstractResponse resp) {
+        boolean[] r = RELEASING.get();
+        r[0] = true;
+        try {
+            channel.sendResponse(request, resp);
+        } catch (Throwable t) {
+            Log.line("could not send a held answer to " + request.header().apiKey() + ": " + t);
+        } finally {
+            r[0] = false;
+        }
+    }
+
+    private static void answerTimedOut(HeldAnswer w) {
+        RequestHeader h = w.request.header();
+        AbstractResponse resp;
+        try {
+            resp = w.request.body().getErrorResponse(0, Errors.REQUEST_TIMED_OUT.exception());
+        } catch (Throwable t) {
+            Log.line("could not build REQUEST_TIMED_OUT for " + h.apiKey() + ": " + t + "; closed the connection");
+            w.channel.closeConnection(w.request, Collections.emptyMap());
+            return;
+        }
+        long n = WRITES_TIMED_OUT.incrementAndGet();
+        if (n <= LOG_FIRST) {
+            Log.line("answered REQUEST_TIMED_OUT to " + h.apiKey() + " v" + h.apiVersion() + " of " + h.clientId()
+                + ": the write at token " + w.token + " not applied (applied " + APPLIED.get() + ") within its bound ("
+                + n + " so far)");
+        }
+        release(w.channel, w.request, resp);
+    }
+
+    /**
+     * The bound of request in ms: agentBound, or the request's own timeout
+     * (its {@code timeoutMs} field: Produce, CreateTopics, DeleteTopics,
+     * CreatePartitions, DeleteRecords, ListOffsets v10+, ...) when smaller.
+     */
+    static long bound(Request request, long agentBound) {
+        try {
+            Object data = request.body().data();
+            java.lang.reflect.Method m = TIMEOUT.computeIfAbsent(data.getClass(), Kip1243::timeoutMethod).orElse(null);
+            if (m != null) {
+                int own = (int) m.invoke(data);
+                if (own >= 0 && own < agentBound) {
+                    return own;
+                }
+            }
+        } catch (Throwable t) {
+            // no own timeout we can read: the agent's bound
+        }
+        return agentBound;
+    }
+
+    private static final java.util.concurrent.ConcurrentHashMap<Class<?>, java.util.Optional<java.lang.reflect.Method>> TIMEOUT =
+        new java.util.concurrent.ConcurrentHashMap<>();
+
+    private static java.util.Optional<java.lang.reflect.Method> timeoutMethod(Class<?> c) {
+        try {
+            java.lang.reflect.Method m = c.getMethod("timeoutMs");
+            return m.getReturnType() == int.class ? java.util.Optional.of(m) : java.util.Optional.empty();
+        } catch (NoSuchMethodException e) {
+            return java.util.Optional.empty();
         }
     }
 
@@ -189,7 +342,10 @@ public final class Kip1243 {
 
     /**
      * KafkaApis.handle enter. Returns true when the agent took the request
-     * (parked it, or answered it): KafkaApis.handle is then skipped.
+     * (parked it, answered it or closed its connection): KafkaApis.handle
+     * is then skipped. Every request with header v2 is judged, ApiVersions
+     * v3+ included: KIP-1243 exempts no API, and ApiVersions v3+ answers
+     * carry the finalized features, which come from the metadata log.
      */
     public static boolean onRequest(kafka.server.KafkaApis apis, Request request) {
         Config cfg = Settings.cfg;
@@ -200,7 +356,7 @@ public final class Kip1243 {
             return false;
         }
         RequestHeader h = request.header();
-        if (h.headerVersion() < 2 || h.apiKey() == ApiKeys.API_VERSIONS) {
+        if (h.headerVersion() < 2) {
             return false;
         }
         State st = readState(h);
@@ -215,46 +371,28 @@ public final class Kip1243 {
         synchronized (LOCK) {
             held = HELD.get(request);
         }
-        long applied = APPLIED.get(); // the offset this decision is made at
+        long applied = APPLIED.get(); // the offset this request is judged at
         if (st.token < 0 || st.token <= applied) {
             if (held != null) {
                 forget(held);
             }
             return false;
         }
-        long now = System.nanoTime();
         if (held == null) {
-            held = new Held(request, apis.requestChannel(), st.token, now, now + TimeUnit.MILLISECONDS.toNanos(cfg.holdMs));
+            long deadline = request.startTimeNanos() + TimeUnit.MILLISECONDS.toNanos(bound(request, cfg.holdMs));
+            held = new Held(request, apis.requestChannel(), st.token, deadline);
         }
-        if (held.expired || now - held.deadline >= 0) {
-            held.expired = false;
-            if (!held.errorTried) {
-                held.errorTried = true;
-                if (answerInconsistent(held.channel, request, st.token, applied)) {
-                    forget(held);
-                    return true;
-                }
-                // This answer has no field for an error (an all-topics
-                // Metadata, an acks=0 Produce): hold it longer, then serve
-                // it as it is.
-                held.deadline = held.start + TimeUnit.MILLISECONDS.toNanos(Math.max(cfg.staleHoldMs, cfg.holdMs));
-            }
-            if (now - held.deadline >= 0) {
-                forget(held);
-                long n = STALE_SERVED.incrementAndGet();
-                if (n <= LOG_FIRST) {
-                    Log.line("served " + h.apiKey() + " v" + h.apiVersion() + " of " + h.clientId()
-                        + " at offset " + APPLIED.get() + " below its token " + st.token
-                        + ": its answer cannot carry INCONSISTENT_METADATA (" + n + " so far)");
-                }
-                return false;
-            }
+        if (held.expired || System.nanoTime() - held.deadline >= 0) {
+            forget(held);
+            refuse(held.channel, request, st.token, applied);
+            return true;
         }
-        if (!held.expired && held.timer == null) {
+        if (held.timer == null) {
             long n = PARKS.incrementAndGet();
             if (n <= 10 * LOG_FIRST) {
                 Log.line("parked " + h.apiKey() + " v" + h.apiVersion() + " of " + h.clientId() + ": token " + st.token
-                    + ", applied " + APPLIED.get() + ", bound " + cfg.holdMs + " ms (" + n + " so far)");
+                    + ", applied " + applied + ", bound " + TimeUnit.NANOSECONDS.toMillis(held.deadline - request.startTimeNanos())
+                    + " ms (" + n + " so far)");
             }
         }
         park(held);
@@ -297,38 +435,49 @@ public final class Kip1243 {
         return resp;
     }
 
-    /** Answers INCONSISTENT_METADATA, or returns false when the answer has no place for it. */
-    private static boolean answerInconsistent(RequestChannel channel, Request request, long token, long applied) {
-        try {
-            AbstractRequest body = request.body();
-            if (noAnswer(body)) {
-                return false;
-            }
-            AbstractResponse resp = errorAnswer(request, body, Settings.cfg.errorCode);
-            if (resp == null) {
-                return false;
-            }
-            // The answer's header names the offset the broker judged at,
-            // below the request's token, even if the broker applies more
-            // while the answer is built: a client tells this answer from
-            // a caught-up one by that.
-            PINNED.get()[0] = applied;
+    /**
+     * Refuses a request the broker is still behind on at the end of its
+     * bound: nothing is executed or served from older metadata. It is
+     * answered INCONSISTENT_METADATA, or its connection is closed where
+     * the answer has no place for that error (an all-topics Metadata, an
+     * acks=0 Produce) or with inconsistent=close.
+     */
+    private static void refuse(RequestChannel channel, Request request, long token, long applied) {
+        RequestHeader h = request.header();
+        Config cfg = Settings.cfg;
+        String why = "inconsistent=close";
+        if (!cfg.inconsistentClose) {
             try {
-                channel.sendResponse(request, resp);
-            } finally {
-                PINNED.get()[0] = -1;
+                AbstractRequest body = request.body();
+                AbstractResponse resp = noAnswer(body) ? null : errorAnswer(request, body, cfg.errorCode);
+                if (resp != null) {
+                    // errorToken=judged: the header names the offset the
+                    // request was judged at; newest: the broker's latest, as
+                    // any answer's.
+                    PINNED.get()[0] = cfg.errorTokenJudged ? applied : -1;
+                    try {
+                        channel.sendResponse(request, resp);
+                    } finally {
+                        PINNED.get()[0] = -1;
+                    }
+                    long c = INCONSISTENT.incrementAndGet();
+                    if (c <= LOG_FIRST) {
+                        Log.line("answered INCONSISTENT_METADATA (" + cfg.errorCode + ") to " + h.apiKey() + " v"
+                            + h.apiVersion() + " of " + h.clientId() + ": token " + token + ", applied " + applied
+                            + " (" + c + " so far)");
+                    }
+                    return;
+                }
+                why = noAnswer(body) ? "an acks=0 Produce has no answer" : "its answer has no place for an error at v" + h.apiVersion();
+            } catch (Throwable t) {
+                why = "could not build INCONSISTENT_METADATA: " + t;
             }
-            long c = INCONSISTENT.incrementAndGet();
-            if (c <= LOG_FIRST) {
-                RequestHeader h = request.header();
-                Log.line("answered INCONSISTENT_METADATA (" + Settings.cfg.errorCode + ") to " + h.apiKey() + " v"
-                    + h.apiVersion() + " of " + h.clientId() + ": token " + token + ", applied " + applied
-                    + " (" + c + " so far)");
-            }
-            return true;
-        } catch (Throwable t) {
-            Log.line("could not build INCONSISTENT_METADATA for " + request.header().apiKey() + ": " + t);
-            return false;
+        }
+        channel.closeConnection(request, Collections.emptyMap());
+        long c = CLOSED.incrementAndGet();
+        if (c <= LOG_FIRST) {
+            Log.line("closed the connection of " + h.apiKey() + " v" + h.apiVersion() + " of " + h.clientId() + ": token "
+                + token + ", applied " + applied + "; " + why + " (" + c + " so far)");
         }
     }
 
@@ -378,18 +527,18 @@ public final class Kip1243 {
         }
     }
 
-    private static void park(Held held) {
-        long delay = Math.max(0, held.deadline - System.nanoTime());
+    private static void park(Waiter w) {
+        long delay = Math.max(0, w.deadline - System.nanoTime());
         synchronized (LOCK) {
-            if (HELD.put(held.request, held) == null) {
+            if (w instanceof Held && HELD.put(((Held) w).request, (Held) w) == null) {
                 HELD_COUNT.incrementAndGet();
             }
-            BY_TOKEN.add(held);
-            held.parked = true;
+            BY_TOKEN.add(w);
+            w.parked = true;
             PARKED.incrementAndGet();
-            held.timer = REQUEUE.schedule(() -> expire(held), delay, TimeUnit.NANOSECONDS);
+            w.timer = REQUEUE.schedule(() -> expire(w), delay, TimeUnit.NANOSECONDS);
         }
-        if (APPLIED.get() >= held.token) { // applied while we parked it
+        if (APPLIED.get() >= w.token) { // applied while we parked it
             REQUEUE.execute(Kip1243::drain);
         }
     }
@@ -410,36 +559,35 @@ public final class Kip1243 {
         }
     }
 
-    private static void expire(Held held) {
+    private static void expire(Waiter w) {
         synchronized (LOCK) {
-            if (!held.parked) {
+            if (!w.parked) {
                 return;
             }
-            BY_TOKEN.remove(held);
-            held.parked = false;
-            held.expired = true;
+            BY_TOKEN.remove(w);
+            w.parked = false;
             PARKED.decrementAndGet();
         }
-        requeue(held);
+        w.expired();
     }
 
-    /** Puts every parked request whose token the broker has applied back into its request channel. */
+    /** Hands back every waiter whose token the broker has applied. */
     private static void drain() {
-        List<Held> ready = new ArrayList<>();
+        List<Waiter> ready = new ArrayList<>();
         long applied = APPLIED.get();
         synchronized (LOCK) {
             while (!BY_TOKEN.isEmpty() && BY_TOKEN.peek().token <= applied) {
-                Held h = BY_TOKEN.poll();
-                h.parked = false;
+                Waiter w = BY_TOKEN.poll();
+                w.parked = false;
                 PARKED.decrementAndGet();
-                if (h.timer != null) {
-                    h.timer.cancel(false);
+                if (w.timer != null) {
+                    w.timer.cancel(false);
                 }
-                ready.add(h);
+                ready.add(w);
             }
         }
-        for (Held h : ready) {
-            requeue(h);
+        for (Waiter w : ready) {
+            w.ready();
         }
     }
 
