@@ -11,7 +11,7 @@
 //	go run ./integration/bench -scale 3     # three times the overhead rounds: narrower intervals, longer run
 //	go run ./integration/bench -consume-only [-realkafka]   # only the consumer comparison
 //	go run ./integration/bench -misroute-only [-realkafka]  # only misroute recovery, with the Java producer
-//	go run ./integration/bench -curves-only  # only how the cost grows: brokers, topics, producers, record size (section scale)
+//	go run ./integration/bench -curves-only [-quick]  # only how the cost grows: brokers, topics, producers, record size (section scale; -quick < 30 s, TestScaleQuick runs it)
 //
 // Each step (a section of the report) runs in a child process of its own:
 // the command runs itself again with -step, so a step's figures do not
@@ -66,7 +66,7 @@ type options struct {
 	// included (locally and, with RealKafka, on real Kafka).
 	MisrouteOnly bool
 	// CurvesOnly runs "How the cost grows" alone (section scale, local
-	// cluster and bare kfake); the default local run includes it.
+	// cluster and bare kfake); no other run includes it.
 	CurvesOnly bool
 	// RealKafkaRYW runs read-your-writes and the overhead with emulated
 	// tokens on 3 real Kafka nodes (section realkafka-ryw).
@@ -209,7 +209,7 @@ func stepsOf(o options) []step {
 		// The local producer overhead first, as when its target was set.
 		{!o.MisrouteOnly && !o.CurvesOnly && o.Local && !o.ConsumeOnly, step{localSection, 10, 5, runLocal}},
 		{!o.MisrouteOnly && !o.CurvesOnly && o.Local, step{consumeSection, 5, 2, runLocalConsume}},
-		{!o.MisrouteOnly && o.Local && !o.ConsumeOnly, step{scaleSection, 30, 0, runScale}},
+		{!o.MisrouteOnly && o.Local && !o.ConsumeOnly && o.CurvesOnly, step{scaleSection, 30, 0, runScale}},
 		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafka, step{kconsumeSection, 10, 2, runRealConsume}},
 		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafka && !o.ConsumeOnly, step{kafkaSection, 10, 10, runReal}},
 		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafkaRYW && !o.ConsumeOnly && !o.KIP1243, step{rywKafkaSection, 10, 10, runRealRYW}},

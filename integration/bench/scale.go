@@ -211,11 +211,12 @@ func newScaleClients(addrs []string) (fc, pc scaleClient, err error) {
 // --- Curve 1: brokers ---
 
 // brokerTrial is one create followed by a Metadata read of the topic on
-// every broker.
+// every broker, and the same reads again (every broker now known to have
+// applied the create).
 type brokerTrial struct {
-	Create, Read       phaseCount
-	CreateDur, ReadDur time.Duration
-	Stale              int // reads that did not show the topic with a leader for every partition
+	Create, Read, Again phaseCount
+	CreateDur, ReadDur  time.Duration
+	Stale               int // first reads that did not show the topic with a leader for every partition
 }
 
 // brokerPoint is the curve's point for one mode and broker count.
@@ -240,7 +241,7 @@ func createThenRead(ctx context.Context, lc *localcluster.Cluster, av *apiVersio
 	if err != nil {
 		return tr, fmt.Errorf("%s: create %s: %w", c.name, topic, err)
 	}
-	tr.Read, tr.ReadDur, err = measurePhase(lc, av, c.keys, func() error {
+	readAll := func(stale *int) error {
 		for node := range int32(brokers) {
 			req := kmsg.NewPtrMetadataRequest()
 			t := kmsg.NewMetadataRequestTopic()
@@ -251,13 +252,27 @@ func createThenRead(ctx context.Context, lc *localcluster.Cluster, av *apiVersio
 				return fmt.Errorf("metadata from broker %d: %w", node, err)
 			}
 			if !servesTopic(resp.(*kmsg.MetadataResponse), topic, 3) {
-				tr.Stale++
+				*stale++
 			}
 		}
 		return nil
-	})
+	}
+	tr.Read, tr.ReadDur, err = measurePhase(lc, av, c.keys, func() error { return readAll(&tr.Stale) })
 	if err != nil {
 		return tr, fmt.Errorf("%s: read %s: %w", c.name, topic, err)
+	}
+	// The same reads once every broker has applied the create (asked of
+	// the cluster in process, not over the wire).
+	if err := waitAllApplied(ctx, lc, brokers); err != nil {
+		return tr, err
+	}
+	var again int
+	tr.Again, _, err = measurePhase(lc, av, c.keys, func() error { return readAll(&again) })
+	if err != nil {
+		return tr, fmt.Errorf("%s: read %s again: %w", c.name, topic, err)
+	}
+	if again > 0 {
+		return tr, fmt.Errorf("%s: %d brokers did not show %s on the second read", c.name, again, topic)
 	}
 	return tr, nil
 }
@@ -433,6 +448,8 @@ type topicTrial struct {
 	Create     time.Duration // the CreateTopics call
 	Limit      time.Duration // from the create's answer to the last broker applying it
 	Wait       time.Duration // from the create's answer to the wait's end
+	WaitCPU    time.Duration // process CPU during the wait (clients, cluster, runtime)
+	Create0    phaseCount    // requests of the create
 	Wait0      phaseCount    // requests during the wait
 	Early      bool          // the wait ended before every broker had applied the create
 	StaleAfter int           // brokers that did not serve every partition when the wait ended
@@ -510,16 +527,18 @@ func topicTrialOf(ctx context.Context, lc *localcluster.Cluster, av *apiVersions
 	if err := waitAllApplied(ctx, lc, brokers); err != nil {
 		return tr, err
 	}
-	t0 := time.Now()
-	rs, err := c.admin.CreateTopics(ctx, cfg.TopicPartitions, int16(min(3, brokers)), nil, names...)
-	if err == nil {
-		err = rs.Error()
-	}
+	var err error
+	tr.Create0, tr.Create, err = measurePhase(lc, av, c.keys, func() error {
+		rs, err := c.admin.CreateTopics(ctx, cfg.TopicPartitions, int16(min(3, brokers)), nil, names...)
+		if err == nil {
+			err = rs.Error()
+		}
+		return err
+	})
 	if err != nil {
 		return tr, fmt.Errorf("%s: create %d topics: %w", c.name, len(names), err)
 	}
 	created := time.Now()
-	tr.Create = created.Sub(t0)
 	end := lc.LogEnd()
 	// The limit: the moment the last broker applied the log's end, which
 	// is the create's commit (nothing else writes).
@@ -540,6 +559,7 @@ func topicTrialOf(ctx context.Context, lc *localcluster.Cluster, av *apiVersions
 			}
 		})
 	}
+	cpu0, okCPU := processCPU()
 	tr.Wait0, _, err = measurePhase(lc, av, c.keys, func() error {
 		switch v {
 		case waitFactory:
@@ -549,6 +569,9 @@ func topicTrialOf(ctx context.Context, lc *localcluster.Cluster, av *apiVersions
 		}
 	})
 	tr.Wait = time.Since(created)
+	if cpu1, ok := processCPU(); ok && okCPU {
+		tr.WaitCPU = cpu1 - cpu0
+	}
 	if err != nil {
 		return tr, fmt.Errorf("%s: wait for %d topics: %w", c.name, len(names), err)
 	}
@@ -615,7 +638,7 @@ func allLed(resp *kmsg.MetadataResponse, names []string, partitions int) bool {
 type producerPoint struct {
 	Producers int
 	Tput, CPU [2][]float64 // vFactory, vPlain: records/s and process CPU µs per record, per round
-	Heap      [2]float64   // bytes of live heap per producer
+	Heap      [2][]float64 // bytes of live heap per producer, per round
 	Errors    [2]int
 }
 
@@ -765,9 +788,7 @@ func runProducerCurve(ctx context.Context, cfg scaleConfig, logf func(string, ..
 					return nil, fmt.Errorf("producers warm-up: %d failed", errs)
 				}
 				h1 := liveHeap()
-				if r == 0 {
-					pt.Heap[v] = (float64(h1) - float64(h0)) / float64(n)
-				}
+				pt.Heap[v] = append(pt.Heap[v], (float64(h1)-float64(h0))/float64(n))
 				cpu0, okCPU := processCPU()
 				d, errs := s.produceAll(ctx, per, value)
 				cpu1, ok := processCPU()
@@ -781,7 +802,7 @@ func runProducerCurve(ctx context.Context, cfg scaleConfig, logf func(string, ..
 			}
 		}
 		logf("scale producers=%d: records/s factory %.0f, plain %.0f; heap per producer factory %.0f B, plain %.0f B", n,
-			last(pt.Tput[vFactory]), last(pt.Tput[vPlain]), pt.Heap[vFactory], pt.Heap[vPlain])
+			last(pt.Tput[vFactory]), last(pt.Tput[vPlain]), last(pt.Heap[vFactory]), last(pt.Heap[vPlain]))
 		out = append(out, pt)
 	}
 	return out, nil
