@@ -55,6 +55,10 @@ type scaleConfig struct {
 	TopicTrials     int
 	PollEvery       time.Duration // the describe-polling workaround's interval
 
+	// Curve 4: time to usable after a create, on the local cluster.
+	UsableTrials int
+	UsableLag    time.Duration
+
 	// Curve 3: producers sharing one factory.
 	Producers      []int
 	ProducerRounds int
@@ -74,7 +78,7 @@ func scalePlan(quick bool) scaleConfig {
 			Brokers: []int{3, 6}, BrokerTrials: 2,
 			Overhead:     overheadConfig{Rounds: 1, Blocks: 1, Records: 200, Latencies: 10, ValueSize: 1024},
 			TopicBrokers: []int{3}, Topics: []int{1, 10}, TopicPartitions: 10, TopicLag: 20 * time.Millisecond, TopicTrials: 1,
-			PollEvery: 100 * time.Millisecond,
+			PollEvery: 100 * time.Millisecond, UsableTrials: 1, UsableLag: 20 * time.Millisecond,
 			Producers: []int{1, 8}, ProducerRounds: 1, ProducerTotal: 400,
 			Sizes: []int{100, 10240}, SizeBytes: 200 << 10, SizeRounds: 1,
 			SizeProduce: overheadConfig{Rounds: 1, Blocks: 1, Records: 100, Latencies: 10},
@@ -84,7 +88,7 @@ func scalePlan(quick bool) scaleConfig {
 		Brokers: []int{3, 6, 12, 24}, BrokerTrials: 20,
 		Overhead:     overheadConfig{Rounds: 24, Blocks: 6, Records: 5000, Latencies: 150, ValueSize: 1024},
 		TopicBrokers: []int{3, 24}, Topics: []int{1, 10, 100, 1000}, TopicPartitions: 10, TopicLag: 50 * time.Millisecond, TopicTrials: 5,
-		PollEvery: 100 * time.Millisecond,
+		PollEvery: 100 * time.Millisecond, UsableTrials: 50, UsableLag: 50 * time.Millisecond,
 		Producers: []int{1, 8, 64, 256}, ProducerRounds: 8, ProducerTotal: 20000,
 		Sizes: []int{100, 1024, 10240}, SizeBytes: 20 << 20, SizeRounds: 20,
 		SizeProduce: overheadConfig{Rounds: 12, Blocks: 4, Records: 4000, Latencies: 150},
@@ -901,6 +905,7 @@ type scaleResult struct {
 	Cfg       scaleConfig
 	Brokers   []*brokerPoint
 	Topics    []*topicPoint
+	Usable    [numUsable][]usableTrial // 3 brokers
 	Producers []*producerPoint
 	Sizes     []*sizePoint
 	Load      [2]string // /proc/loadavg before and after
@@ -943,6 +948,9 @@ func measureScale(ctx context.Context, cfg scaleConfig, logf func(string, ...any
 		res.Topics = append(res.Topics, pts...)
 	}
 	var err error
+	if res.Usable, err = runUsableCurve(ctx, cfg, 3, logf); err != nil {
+		return nil, fmt.Errorf("time to usable: %w", err)
+	}
 	if res.Producers, err = runProducerCurve(ctx, cfg, logf); err != nil {
 		return nil, fmt.Errorf("producers: %w", err)
 	}
