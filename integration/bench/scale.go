@@ -513,6 +513,15 @@ func runTopicCurve(ctx context.Context, cfg scaleConfig, brokers int, logf func(
 	return out, nil
 }
 
+// nodeIDs are the node ids of a local cluster of n brokers: 0..n-1.
+func nodeIDs(n int) []int32 {
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	return ids
+}
+
 func topicNames(seq *int, n int) []string {
 	names := make([]string, n)
 	for i := range names {
@@ -569,7 +578,7 @@ func topicTrialOf(ctx context.Context, lc *localcluster.Cluster, av *apiVersions
 		case waitFactory:
 			return c.f.WaitApplied(ctx, c.f.Token(), factory.WaitTopics(names...))
 		default:
-			return pollDescribe(ctx, c.kgo, names, int(cfg.TopicPartitions), brokers, cfg.PollEvery)
+			return pollDescribe(ctx, c.kgo, names, int(cfg.TopicPartitions), nodeIDs(brokers), cfg.PollEvery)
 		}
 	})
 	tr.Wait = time.Since(created)
@@ -602,7 +611,7 @@ func topicTrialOf(ctx context.Context, lc *localcluster.Cluster, av *apiVersions
 // goes straight to a broker, the next one each time (kgo picks one at
 // random): kadm.Metadata would be answered from franz-go's metadata cache
 // for MetadataMinAge (5 s by default), not asked again every interval.
-func pollDescribe(ctx context.Context, cl *kgo.Client, names []string, partitions, brokers int, every time.Duration) error {
+func pollDescribe(ctx context.Context, cl *kgo.Client, names []string, partitions int, nodes []int32, every time.Duration) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -614,7 +623,7 @@ func pollDescribe(ctx context.Context, cl *kgo.Client, names []string, partition
 			t.Topic = kmsg.StringPtr(n)
 			req.Topics = append(req.Topics, t)
 		}
-		resp, err := cl.Broker(i%brokers).Request(ctx, req)
+		resp, err := cl.Broker(int(nodes[i%len(nodes)])).Request(ctx, req)
 		if err == nil && allLed(resp.(*kmsg.MetadataResponse), names, partitions) {
 			return nil
 		}

@@ -161,7 +161,7 @@ func TestPollDescribeAsksEveryTime(t *testing.T) {
 	before := lc.Stats().Requests
 	pctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- pollDescribe(pctx, cl, []string{"never"}, 2, 3, 10*time.Millisecond) }()
+	go func() { done <- pollDescribe(pctx, cl, []string{"never"}, 2, nodeIDs(3), 10*time.Millisecond) }()
 	for lc.Stats().Requests < before+10 {
 		select {
 		case err := <-done:

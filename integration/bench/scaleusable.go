@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/integration/kafkatest"
 	"github.com/kconsist/kconsist/integration/localcluster"
 	"github.com/kconsist/kconsist/producer"
 )
@@ -42,7 +44,7 @@ type usableSide struct {
 	close   func()
 }
 
-func newUsableSides(addrs []string, brokers int, every time.Duration) ([numUsable]usableSide, error) {
+func newUsableSides(addrs []string, nodes []int32, every time.Duration) ([numUsable]usableSide, error) {
 	var s [numUsable]usableSide
 	f, err := factory.New(factory.BootstrapServers(addrs...))
 	if err != nil {
@@ -88,7 +90,7 @@ func newUsableSides(addrs []string, brokers int, every time.Duration) ([numUsabl
 			}}
 		if m == usablePoll {
 			side.wait = func(ctx context.Context, topic string) error {
-				return pollDescribe(ctx, cl, []string{topic}, 3, brokers, every)
+				return pollDescribe(ctx, cl, []string{topic}, 3, nodes, every)
 			}
 		}
 		s[m] = side
@@ -96,14 +98,19 @@ func newUsableSides(addrs []string, brokers int, every time.Duration) ([numUsabl
 	return s, nil
 }
 
-// usableOnce runs one trial of side on a new topic.
-func usableOnce(ctx context.Context, lc *localcluster.Cluster, side usableSide, topic string, brokers int) (usableTrial, error) {
-	var tr usableTrial
+// usableOnce runs one trial of side on a new topic of a cluster whose
+// brokers are nodes; count, when not nil, counts the requests the brokers
+// read (-1 without it).
+func usableOnce(ctx context.Context, count func() int64, side usableSide, topic string, nodes []int32) (usableTrial, error) {
+	tr := usableTrial{Requests: -1}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	r0 := lc.Stats().Requests
+	var r0 int64
+	if count != nil {
+		r0 = count()
+	}
 	start := time.Now()
-	r, err := side.admin.CreateTopic(ctx, 3, int16(min(3, brokers)), nil, topic)
+	r, err := side.admin.CreateTopic(ctx, 3, int16(min(3, len(nodes))), nil, topic)
 	if err == nil {
 		err = r.Err
 	}
@@ -134,13 +141,13 @@ func usableOnce(ctx context.Context, lc *localcluster.Cluster, side usableSide, 
 	if err := retry(func() error { return side.produce(ctx, topic) }); err != nil {
 		return tr, err
 	}
-	for node := range brokers {
+	for _, node := range nodes {
 		err := retry(func() error {
 			req := kmsg.NewPtrMetadataRequest()
 			t := kmsg.NewMetadataRequestTopic()
 			t.Topic = kmsg.StringPtr(topic)
 			req.Topics = append(req.Topics, t)
-			resp, err := side.reads.Broker(node).Request(ctx, req)
+			resp, err := side.reads.Broker(int(node)).Request(ctx, req)
 			if err != nil {
 				return err
 			}
@@ -154,21 +161,18 @@ func usableOnce(ctx context.Context, lc *localcluster.Cluster, side usableSide, 
 		}
 	}
 	tr.Usable = time.Since(start)
-	tr.Requests = lc.Stats().Requests - r0
+	if count != nil {
+		tr.Requests = count() - r0
+	}
 	return tr, nil
 }
 
-// runUsableCurve measures the three methods on a local cluster of brokers
-// brokers, emulated, every broker applying metadata cfg.UsableLag late.
-func runUsableCurve(ctx context.Context, cfg scaleConfig, brokers int, logf func(string, ...any)) ([numUsable][]usableTrial, error) {
+// runUsable measures the three methods on the cluster at addrs, whose
+// brokers are nodes, trials times each after one untimed trial, the
+// methods in rotating order. settle, when not nil, runs before each trial.
+func runUsable(ctx context.Context, cfg scaleConfig, addrs []string, nodes []int32, count func() int64, settle func(context.Context) error, where string, logf func(string, ...any)) ([numUsable][]usableTrial, error) {
 	var out [numUsable][]usableTrial
-	opts := []localcluster.Opt{localcluster.Brokers(brokers), localcluster.Native(false), localcluster.Lag(cfg.UsableLag)}
-	lc, err := localcluster.New(opts...)
-	if err != nil {
-		return out, err
-	}
-	defer lc.Close()
-	sides, err := newUsableSides(lc.Addrs(), brokers, cfg.PollEvery)
+	sides, err := newUsableSides(addrs, nodes, cfg.PollEvery)
 	if err != nil {
 		return out, err
 	}
@@ -178,26 +182,70 @@ func runUsableCurve(ctx context.Context, cfg scaleConfig, brokers int, logf func
 		}
 	}()
 	for m := range numUsable { // warm-up
-		if _, err := usableOnce(ctx, lc, sides[m], fmt.Sprintf("uwarm-%d", m), brokers); err != nil {
+		if _, err := usableOnce(ctx, count, sides[m], fmt.Sprintf("uwarm-%d", m), nodes); err != nil {
 			return out, fmt.Errorf("%s: %w", usableNames[m], err)
 		}
 	}
 	for i := range cfg.UsableTrials {
 		for j := range numUsable {
 			m := (i + j) % numUsable
-			if err := waitAllApplied(ctx, lc, brokers); err != nil {
-				return out, err
+			if settle != nil {
+				if err := settle(ctx); err != nil {
+					return out, err
+				}
 			}
-			tr, err := usableOnce(ctx, lc, sides[m], fmt.Sprintf("u%d-%d", i, m), brokers)
+			tr, err := usableOnce(ctx, count, sides[m], fmt.Sprintf("u%d-%d", i, m), nodes)
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", usableNames[m], err)
 			}
 			out[m] = append(out[m], tr)
 		}
 	}
-	logf("scale usable brokers=%d: p50 ms wait %.1f, poll %.1f, retries %.1f", brokers,
+	logf("scale usable %s: p50 ms wait %.1f, poll %.1f, retries %.1f", where,
 		medianOf(out[usableWait], func(t usableTrial) float64 { return ms(t.Usable) }),
 		medianOf(out[usablePoll], func(t usableTrial) float64 { return ms(t.Usable) }),
 		medianOf(out[usableRetries], func(t usableTrial) float64 { return ms(t.Usable) }))
 	return out, nil
+}
+
+// runUsableCurve measures the three methods on a local cluster of brokers
+// brokers, emulated, every broker applying metadata cfg.UsableLag late;
+// before each trial every broker has applied the previous one.
+func runUsableCurve(ctx context.Context, cfg scaleConfig, brokers int, logf func(string, ...any)) ([numUsable][]usableTrial, error) {
+	lc, err := localcluster.New(localcluster.Brokers(brokers), localcluster.Native(false), localcluster.Lag(cfg.UsableLag))
+	if err != nil {
+		return [numUsable][]usableTrial{}, err
+	}
+	defer lc.Close()
+	return runUsable(ctx, cfg, lc.Addrs(), nodeIDs(brokers), func() int64 { return lc.Stats().Requests },
+		func(ctx context.Context) error { return waitAllApplied(ctx, lc, brokers) }, fmt.Sprintf("local, %d brokers", brokers), logf)
+}
+
+// scaleKafkaSection is the section of -curves-only -realkafka.
+const scaleKafkaSection = "scale-realkafka"
+
+// runScaleKafka measures time to usable on three Apache Kafka 4.4 nodes,
+// where the factory emulates tokens.
+func runScaleKafka(ctx context.Context, o options, _ plan, m machine) (string, error) {
+	t0 := time.Now()
+	cfg := scalePlan(o.Quick)
+	load := [2]string{loadAvg()}
+	var res [numUsable][]usableTrial
+	startup, err := withKafka(ctx, o.Logf, func(ctx context.Context, c *kafkatest.Cluster) error {
+		var err error
+		res, err = runUsable(ctx, cfg, c.BootstrapAddrs(), c.NodeIDs(), nil, nil, "Apache Kafka 4.4", o.Logf)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("time to usable on real Kafka: %w", err)
+	}
+	load[1] = loadAvg()
+	var body bytes.Buffer
+	header(&body, o, m, time.Since(t0))
+	fmt.Fprintf(&body, "Machine load (`/proc/loadavg`, 1/5/15 min) at the start: %s; at the end: %s.\n\n", load[0], load[1])
+	fmt.Fprintf(&body, "Three combined broker+controller JVMs started by `integration/kafkatest` (ready in %v); the factory "+
+		"emulates tokens (Kafka 4.4 has no KIP-1243). ", startup.Round(time.Second))
+	usableMarkdown(&body, res, cfg, "Apache Kafka 4.4, 3 nodes; brokers apply metadata as fast as they do (no added lag); "+
+		"requests are not counted (no gateway in front of Kafka)")
+	return body.String(), nil
 }
