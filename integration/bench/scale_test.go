@@ -260,7 +260,7 @@ func requireScaleSection(t *testing.T, doc, dir string) {
 		require.Equal(t, "1", row[1])
 		require.Greater(t, leading(t, row[2]), 0.0, "time to usable")
 		if m == usableWait {
-			require.Equal(t, "0 (0)", row[6], "the application saw failures after WaitApplied")
+			require.Equal(t, "0 (0)", row[7], "the application saw failures after WaitApplied")
 		}
 	}
 	producers := sec[strings.Index(sec, "### Producers per factory"):]

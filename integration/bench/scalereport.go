@@ -418,12 +418,13 @@ func scaleMarkdown(w *bytes.Buffer, r *scaleResult, out, chartDir string) error 
 func usableMarkdown(w *bytes.Buffer, trials [numUsable][]usableTrial, c scaleConfig, where string) {
 	fmt.Fprintf(w, "Where: %s. One trial: `CreateTopic` (3 partitions, replication 3), then the method's wait, then a produce "+
 		"(acknowledged) and a Metadata read of the topic on every broker; what fails (an error, or a read without the topic) is a "+
-		"failure the application sees, retried 10 ms later. Time from the create call to the last success. Methods: the factory "+
+		"failure the application sees, retried 10 ms later. Time from the create call to the last success, and its parts: the "+
+		"create call, the wait, the use (produce and reads, retries included). Methods: the factory "+
 		"(`f.Admin()`, `WaitApplied(ctx, f.Token(), WaitTopics(topic))`, `factory.NewProducer`); plain kgo polling describe every "+
 		"%v (a Metadata request to the next broker each time until one shows every partition with a leader); plain kgo using the "+
 		"topic at once (`ProduceSync` with franz-go's default retries). %d trials per method after one untimed each, the methods "+
 		"in rotating order.\n\n", where, c.PollEvery, c.UsableTrials)
-	w.WriteString("| method | trials | p50 ms | p99 ms | max ms | requests p50 | failures seen by the application (trials with any) |\n|---|---|---|---|---|---|---|\n")
+	w.WriteString("| method | trials | p50 ms | p99 ms | max ms | p50 create / wait / use ms | requests p50 | failures seen by the application (trials with any) |\n|---|---|---|---|---|---|---|---|\n")
 	for m := range numUsable {
 		trs := trials[m]
 		d := func(t usableTrial) float64 { return ms(t.Usable) }
@@ -439,8 +440,10 @@ func usableMarkdown(w *bytes.Buffer, trials [numUsable][]usableTrial, c scaleCon
 		if reqs < 0 {
 			rc = "not counted"
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %d (%d) |\n", usableNames[m], len(trs), f1(medianOf(trs, d)), f1(quantileOf(trs, 0.99, d)),
-			f1(quantileOf(trs, 1, d)), rc, fails, with)
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s / %s / %s | %s | %d (%d) |\n", usableNames[m], len(trs), f1(medianOf(trs, d)), f1(quantileOf(trs, 0.99, d)),
+			f1(quantileOf(trs, 1, d)), f1(medianOf(trs, func(t usableTrial) float64 { return ms(t.Create) })),
+			f1(medianOf(trs, func(t usableTrial) float64 { return ms(t.Wait) })),
+			f1(medianOf(trs, func(t usableTrial) float64 { return ms(t.Usable - t.Create - t.Wait) })), rc, fails, with)
 	}
 	w.WriteString("\nTarget (issue 42, with 200 trials per method): p50 no worse than polling every 100 ms, p99 better, 0 failures seen by the application.\n\n")
 }

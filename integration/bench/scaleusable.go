@@ -30,6 +30,8 @@ var usableNames = [numUsable]string{"factory `WaitApplied` + `WaitTopics`", "pla
 // read on every broker succeeded.
 type usableTrial struct {
 	Usable   time.Duration // from the create call to the last success
+	Create   time.Duration // of that, the create call
+	Wait     time.Duration // the method's wait (none for use at once)
 	Requests int64         // at the gateways, the whole trial
 	Failures int           // errors and reads without the topic the application saw
 }
@@ -117,11 +119,13 @@ func usableOnce(ctx context.Context, count func() int64, side usableSide, topic 
 	if err != nil {
 		return tr, fmt.Errorf("create %s: %w", topic, err)
 	}
+	tr.Create = time.Since(start)
 	if side.wait != nil {
 		if err := side.wait(ctx, topic); err != nil {
 			return tr, fmt.Errorf("wait for %s: %w", topic, err)
 		}
 	}
+	tr.Wait = time.Since(start) - tr.Create
 	// Use it: a produce, then a read on every broker; what fails is what
 	// the application sees, and it tries again 10 ms later.
 	retry := func(fn func() error) error {
