@@ -108,6 +108,30 @@ func TestQuick(t *testing.T) {
 	}
 }
 
+// TestScaleQuick runs the "How the cost grows" step as the command does
+// with -curves-only -quick, in a child process, into a temporary report,
+// so it cannot rot: every curve has its rows, numbers parse and are sane,
+// the charts exist, text outside the markers survives.
+func TestScaleQuick(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "BENCHMARKS.md")
+	const manual = "## RELIABILITY\n\nwritten by hand, must survive\n"
+	require.NoError(t, os.WriteFile(out, []byte(skeleton()+"\n"+manual), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, run(ctx, options{Quick: true, Local: true, CurvesOnly: true, Isolate: true, Out: out, Charts: dir,
+		Command: "go run ./integration/bench -curves-only -quick", Logf: t.Logf}))
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	doc := string(b)
+	require.Contains(t, doc, manual)
+	require.Contains(t, doc, "Command: `go run ./integration/bench -curves-only -quick`")
+	require.Equal(t, 1, strings.Count(doc, beginMarker(scaleSection)))
+	// Only that step ran.
+	require.Contains(t, doc, beginMarker(localSection)+"\n"+endMarker(localSection))
+	requireScaleSection(t, doc, dir)
+}
+
 // TestReplaceSection keeps everything outside the markers and adds missing
 // markers at the end.
 func TestReplaceSection(t *testing.T) {

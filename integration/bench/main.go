@@ -11,6 +11,8 @@
 //	go run ./integration/bench -scale 3     # three times the overhead rounds: narrower intervals, longer run
 //	go run ./integration/bench -consume-only [-realkafka]   # only the consumer comparison
 //	go run ./integration/bench -misroute-only [-realkafka]  # only misroute recovery, with the Java producer
+//	go run ./integration/bench -curves-only [-quick]  # only how the cost grows: brokers, topics, producers, record size (section scale; -quick < 30 s, TestScaleQuick runs it)
+//	go run ./integration/bench -curves-only -realkafka -local=false  # time to usable after a create on 3 Apache Kafka 4.4 nodes (section scale-realkafka)
 //
 // Each step (a section of the report) runs in a child process of its own:
 // the command runs itself again with -step, so a step's figures do not
@@ -64,6 +66,9 @@ type options struct {
 	// MisrouteOnly runs misroute recovery alone, the Java producer
 	// included (locally and, with RealKafka, on real Kafka).
 	MisrouteOnly bool
+	// CurvesOnly runs "How the cost grows" alone (section scale, local
+	// cluster and bare kfake); no other run includes it.
+	CurvesOnly bool
 	// RealKafkaRYW runs read-your-writes and the overhead with emulated
 	// tokens on 3 real Kafka nodes (section realkafka-ryw).
 	RealKafkaRYW bool
@@ -147,6 +152,7 @@ func bindFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.KIP1243, "kip1243", false, "with -realkafka-ryw: start the nodes with the KIP-1243 agent and measure plain kgo, emulated and native mode side by side (section realkafka-native) instead")
 	fs.BoolVar(&o.ConsumeOnly, "consume-only", false, "run only the consumer comparison (local; with -realkafka also on real Kafka)")
 	fs.BoolVar(&o.MisrouteOnly, "misroute-only", false, "run only misroute recovery against plain kgo and the Java 4.4 producer (local; with -realkafka also on real Kafka; needs java, mvn)")
+	fs.BoolVar(&o.CurvesOnly, "curves-only", false, "run only how the cost grows (brokers, topics, producers per factory, record size; local cluster and bare kfake; with -realkafka also time to usable after a create on 3 Apache Kafka 4.4 nodes)")
 	fs.IntVar(&o.Scale, "scale", 1, "multiply the overhead rounds and blocks by this (1 to 20): narrower intervals, a run about that many times longer")
 	fs.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to update (generated sections only)")
 	fs.StringVar(&o.Charts, "charts", "docs/bench", "directory for the PNG charts")
@@ -202,12 +208,14 @@ func stepsOf(o options) []step {
 		{o.MisrouteOnly && o.Local, step{misrouteSection, 30, 0, misrouteJavaStep(false)}},
 		{o.MisrouteOnly && o.RealKafka, step{kmisrouteSection, 30, 0, misrouteJavaStep(true)}},
 		// The local producer overhead first, as when its target was set.
-		{!o.MisrouteOnly && o.Local && !o.ConsumeOnly, step{localSection, 10, 5, runLocal}},
-		{!o.MisrouteOnly && o.Local, step{consumeSection, 5, 2, runLocalConsume}},
-		{!o.MisrouteOnly && o.RealKafka, step{kconsumeSection, 10, 2, runRealConsume}},
-		{!o.MisrouteOnly && o.RealKafka && !o.ConsumeOnly, step{kafkaSection, 10, 10, runReal}},
-		{!o.MisrouteOnly && o.RealKafkaRYW && !o.ConsumeOnly && !o.KIP1243, step{rywKafkaSection, 10, 10, runRealRYW}},
-		{!o.MisrouteOnly && o.RealKafkaRYW && !o.ConsumeOnly && o.KIP1243, step{nativeSection, 10, 14, runRealNative}},
+		{!o.MisrouteOnly && !o.CurvesOnly && o.Local && !o.ConsumeOnly, step{localSection, 10, 5, runLocal}},
+		{!o.MisrouteOnly && !o.CurvesOnly && o.Local, step{consumeSection, 5, 2, runLocalConsume}},
+		{!o.MisrouteOnly && o.Local && !o.ConsumeOnly && o.CurvesOnly, step{scaleSection, 30, 0, runScale}},
+		{!o.MisrouteOnly && o.RealKafka && !o.ConsumeOnly && o.CurvesOnly, step{scaleKafkaSection, 20, 0, runScaleKafka}},
+		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafka, step{kconsumeSection, 10, 2, runRealConsume}},
+		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafka && !o.ConsumeOnly, step{kafkaSection, 10, 10, runReal}},
+		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafkaRYW && !o.ConsumeOnly && !o.KIP1243, step{rywKafkaSection, 10, 10, runRealRYW}},
+		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafkaRYW && !o.ConsumeOnly && o.KIP1243, step{nativeSection, 10, 14, runRealNative}},
 	}
 	var steps []step
 	for _, s := range all {
@@ -296,7 +304,7 @@ func childArgs(o options, name, out string) []string {
 		"-step=" + name, "-step-out=" + out, "-step-command=" + o.Command,
 		"-quick=" + b(o.Quick), "-scale=" + strconv.Itoa(max(o.Scale, 1)), "-local=" + b(o.Local),
 		"-realkafka=" + b(o.RealKafka), "-realkafka-ryw=" + b(o.RealKafkaRYW), "-kip1243=" + b(o.KIP1243),
-		"-consume-only=" + b(o.ConsumeOnly), "-misroute-only=" + b(o.MisrouteOnly),
+		"-consume-only=" + b(o.ConsumeOnly), "-misroute-only=" + b(o.MisrouteOnly), "-curves-only=" + b(o.CurvesOnly),
 		"-out=" + o.Out, "-charts=" + o.Charts,
 	}
 }

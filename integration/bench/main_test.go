@@ -50,6 +50,11 @@ func TestStepsOf(t *testing.T) {
 		{options{RealKafkaRYW: true}, []string{rywKafkaSection}},
 		{options{RealKafkaRYW: true, KIP1243: true}, []string{nativeSection}},
 		{options{Local: true, RealKafka: true, RealKafkaRYW: true, KIP1243: true}, []string{localSection, consumeSection, kconsumeSection, kafkaSection, nativeSection}},
+		{options{Local: true, CurvesOnly: true}, []string{scaleSection}},
+		{options{Local: true, RealKafka: true, RealKafkaRYW: true, CurvesOnly: true}, []string{scaleSection, scaleKafkaSection}},
+		{options{RealKafka: true, CurvesOnly: true}, []string{scaleKafkaSection}},
+		{options{Local: true, ConsumeOnly: true, CurvesOnly: true}, nil},
+		{options{CurvesOnly: true}, nil},
 		{options{Local: true, RealKafkaRYW: true, KIP1243: true, ConsumeOnly: true}, []string{consumeSection}},
 		{options{Local: true, ConsumeOnly: true}, []string{consumeSection}},
 		{options{Local: true, RealKafka: true, RealKafkaRYW: true, ConsumeOnly: true}, []string{consumeSection, kconsumeSection}},
@@ -68,6 +73,7 @@ func TestChildArgs(t *testing.T) {
 		{Quick: true, Scale: 3, Local: true, Out: "x/BENCHMARKS.md", Charts: "x/charts", Command: "go run ./integration/bench -quick -scale 3"},
 		{Scale: 1, RealKafka: true, RealKafkaRYW: true, ConsumeOnly: true, MisrouteOnly: true, Out: "B.md", Charts: "c", Command: "go run ./integration/bench -local=false"},
 		{Scale: 2, RealKafkaRYW: true, KIP1243: true, Out: "B.md", Charts: "c", Command: "go run ./integration/bench -realkafka-ryw -kip1243 -local=false"},
+		{Scale: 1, Local: true, CurvesOnly: true, Out: "B.md", Charts: "c", Command: "go run ./integration/bench -curves-only"},
 	} {
 		var got options
 		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
