@@ -108,13 +108,20 @@ func configOn(ctx context.Context, cl *kgo.Client, id int32, topic, key string) 
 	return "", nil
 }
 
-// TestReadYourWritesOnKafka44 makes metadata writes on three real Kafka
+// TestReadYourWritesOnKafka makes metadata writes on three real Kafka
 // nodes and reads each back at once from every broker: through a factory
-// (ModeAuto: tokens made from KRaft's offsets, since Kafka 4.4 sends none)
-// no answer may be stale; plain franz-go in the same run shows what the
-// factory prevents.
-func TestReadYourWritesOnKafka44(t *testing.T) {
-	c := kafkatest.Start(t, kafkatest.Nodes(3))
+// (ModeAuto: tokens made from KRaft's offsets, since no released Kafka
+// sends any) no answer may be stale; plain franz-go in the same run shows
+// what the factory prevents. It runs on each release of
+// kafkatest.MatrixVersions (KCONSIST_KAFKA_VERSIONS), one after another.
+func TestReadYourWritesOnKafka(t *testing.T) {
+	for _, v := range matrixVersions(t) {
+		t.Run(v, func(t *testing.T) { readYourWritesOn(t, v) })
+	}
+}
+
+func readYourWritesOn(t *testing.T, version string) {
+	c := kafkatest.Start(t, kafkatest.Nodes(3), kafkatest.Version(version))
 	ctx := testkit.CtxFor(t, 5*time.Minute)
 	ids := c.NodeIDs()
 
