@@ -46,6 +46,14 @@ const (
 	// kerr or x509 error in). Reported once per distinct failure; records
 	// and polls of the factory's clients fail with it while it holds.
 	EventAuthFailed
+	// EventWriteUnlearnt: in mode auto or emulated, the answer to a
+	// metadata write (create topics, alter configs, ...) went to the
+	// caller before the write's metadata offset was learnt: DescribeQuorum
+	// answered no broker within the answer's 1 s hold. Until a committed
+	// offset read after it is learnt, every request of the factory's
+	// clients waits for it within its own bound, so no later read shows
+	// the cluster from before the write.
+	EventWriteUnlearnt
 )
 
 func (k EventKind) String() string {
@@ -68,6 +76,8 @@ func (k EventKind) String() string {
 		return "token-healed"
 	case EventAuthFailed:
 		return "auth-failed"
+	case EventWriteUnlearnt:
+		return "write-unlearnt"
 	}
 	return "unknown"
 }
@@ -174,6 +184,14 @@ func (f *Factory) clusterEvent(ev cluster.Event) {
 	}
 	if ev.StoreReset {
 		f.base.emit(Event{Kind: EventStoreReset, From: ev.From, To: ev.To})
+	}
+}
+
+// writeUnlearnt reports a metadata write answered before its offset was
+// learnt; the emulator logs it as a warning.
+func (f *Factory) writeUnlearnt() {
+	if o := f.base.observer; o != nil {
+		o.OnEvent(Event{Kind: EventWriteUnlearnt})
 	}
 }
 

@@ -69,6 +69,7 @@ func New(opts ...Opt) (*Factory, error) {
 		OnClusterEvent:   f.clusterEvent,
 		OnConsistencyOff: f.consistencyOff,
 		OnTokenHealed:    f.healed,
+		OnWriteUnlearnt:  f.writeUnlearnt,
 		ErrClosed:        ErrClosed,
 		ErrConfig:        ErrConfig,
 	})

@@ -186,3 +186,27 @@ func TestAskOrder(t *testing.T) {
 	m.ControllerID = 9 // not listed
 	require.Equal(t, []int32{1, 2, 3}, askOrder(m))
 }
+
+// TestWriteUnlearntReported: a metadata write answered while no broker
+// answers DescribeQuorum reaches its caller after the 1 s hold, and the
+// session's OnWriteUnlearnt hears of it once.
+func TestWriteUnlearntReported(t *testing.T) {
+	k := newKraftFake(t)
+	k.applied.Store(10)
+	k.hwm.Store(11)
+	var unlearnt atomic.Int64
+	s, err := New(Config{Store: consistency.NewMemoryStore(), Base: k.build(), Emulate: true, ErrClosed: errClosed, ErrConfig: errConfig,
+		OnWriteUnlearnt: func() { unlearnt.Add(1) }})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	admin, err := s.Client(k.build())
+	require.NoError(t, err)
+	defer admin.Close()
+	require.NoError(t, createTopic(ctx, admin, "t0"))
+	require.Zero(t, unlearnt.Load())
+	k.hung.Store(true)
+	require.NoError(t, createTopic(ctx, admin, "t1"))
+	require.EqualValues(t, 1, unlearnt.Load())
+}

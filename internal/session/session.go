@@ -38,6 +38,10 @@ type Config struct {
 	OnClusterEvent   func(cluster.Event)
 	OnConsistencyOff func(reason error)
 	OnTokenHealed    func(from, to consistency.Token)
+	// OnWriteUnlearnt hears that a metadata write's answer went to its
+	// caller before its offset was learnt (wire.EmulationConfig). May be
+	// nil.
+	OnWriteUnlearnt func()
 
 	// ErrClosed is returned by every constructor once the session is
 	// closed; ErrConfig is wrapped around franz-go's refusal of a client's
@@ -94,11 +98,12 @@ func New(cfg Config) (*Session, error) {
 	}
 	if cfg.Emulate && !cfg.NoTokens {
 		emu, err := wire.NewEmulator(wire.EmulationConfig{
-			Store:  s.store,
-			Oracle: s.oracle,
-			Healer: s.healer,
-			Force:  cfg.ForceEmulation,
-			Logger: KgoLogger(cfg.Logger),
+			Store:           s.store,
+			Oracle:          s.oracle,
+			Healer:          s.healer,
+			Force:           cfg.ForceEmulation,
+			Logger:          KgoLogger(cfg.Logger),
+			OnWriteUnlearnt: cfg.OnWriteUnlearnt,
 			OnOff: func(reason error) {
 				if cfg.OnConsistencyOff != nil {
 					cfg.OnConsistencyOff(reason)
