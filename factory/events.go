@@ -54,6 +54,13 @@ const (
 	// clients waits for it within its own bound, so no later read shows
 	// the cluster from before the write.
 	EventWriteUnlearnt
+	// EventClusterCheckOff: in mode auto or emulated with the cluster
+	// check on, a broker answered an ApiVersions older than v5 (Apache
+	// Kafka before 4.4): it cannot check which cluster a connection
+	// expected (KIP-1242), so a connection to an address that moved to
+	// another cluster is not refused (Err names the broker and version).
+	// Sent once per factory; also logged as a warning.
+	EventClusterCheckOff
 )
 
 func (k EventKind) String() string {
@@ -78,6 +85,8 @@ func (k EventKind) String() string {
 		return "auth-failed"
 	case EventWriteUnlearnt:
 		return "write-unlearnt"
+	case EventClusterCheckOff:
+		return "cluster-check-off"
 	}
 	return "unknown"
 }
@@ -192,6 +201,14 @@ func (f *Factory) clusterEvent(ev cluster.Event) {
 func (f *Factory) writeUnlearnt() {
 	if o := f.base.observer; o != nil {
 		o.OnEvent(Event{Kind: EventWriteUnlearnt})
+	}
+}
+
+// clusterCheckOff reports that a broker cannot run the KIP-1242 check;
+// the emulator logs it as a warning.
+func (f *Factory) clusterCheckOff(reason error) {
+	if o := f.base.observer; o != nil {
+		o.OnEvent(Event{Kind: EventClusterCheckOff, Err: reason})
 	}
 }
 

@@ -60,18 +60,19 @@ func New(opts ...Opt) (*Factory, error) {
 	f := &Factory{base: cfg}
 	var err error
 	f.s, err = session.New(session.Config{
-		Store:            store,
-		Base:             baseBuild(cfg),
-		NoTokens:         cfg.mode == ModeOff,
-		Emulate:          cfg.mode == ModeAuto || cfg.mode == ModeEmulated,
-		ForceEmulation:   cfg.mode == ModeEmulated,
-		Logger:           cfg.logger,
-		OnClusterEvent:   f.clusterEvent,
-		OnConsistencyOff: f.consistencyOff,
-		OnTokenHealed:    f.healed,
-		OnWriteUnlearnt:  f.writeUnlearnt,
-		ErrClosed:        ErrClosed,
-		ErrConfig:        ErrConfig,
+		Store:             store,
+		Base:              baseBuild(cfg),
+		NoTokens:          cfg.mode == ModeOff,
+		Emulate:           cfg.mode == ModeAuto || cfg.mode == ModeEmulated,
+		ForceEmulation:    cfg.mode == ModeEmulated,
+		Logger:            cfg.logger,
+		OnClusterEvent:    f.clusterEvent,
+		OnConsistencyOff:  f.consistencyOff,
+		OnTokenHealed:     f.healed,
+		OnWriteUnlearnt:   f.writeUnlearnt,
+		OnClusterCheckOff: f.clusterCheckOff,
+		ErrClosed:         ErrClosed,
+		ErrConfig:         ErrConfig,
 	})
 	if err != nil {
 		return nil, err

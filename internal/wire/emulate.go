@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -115,6 +116,13 @@ type EmulationConfig struct {
 	// the cluster cannot support it (DescribeQuorum refused, no
 	// FinalizedFeaturesEpoch). May be nil.
 	OnOff func(reason error)
+	// ClusterCheck: the clients send ApiVersions v5 naming the cluster
+	// and node they expect (KIP-1242); OnClusterCheckOff is then called
+	// once, with an error wrapping ErrClusterCheckUnsupported, when a
+	// broker answers an older ApiVersions, which cannot check them. May
+	// be nil.
+	ClusterCheck      bool
+	OnClusterCheckOff func(reason error)
 	// OnWriteUnlearnt is called when the answer to a metadata write went
 	// to its caller before the write's offset was learnt, because its
 	// hold (LearnMaxWait, or kgo's read deadline) ended first; until the
@@ -153,6 +161,8 @@ type Emulator struct {
 	// lastVerify is when verification was last asked (unix nanoseconds).
 	lastVerify atomic.Int64
 	offOnce    sync.Once
+	// uncheckedOnce: OnClusterCheckOff was called.
+	uncheckedOnce sync.Once
 
 	mu      sync.Mutex
 	brokers map[viewKey]*brokerView // at most maxViews
@@ -716,6 +726,7 @@ func (e *Emulator) afterRead(v *brokerView, a *answer) {
 		e.sawHeader(v, a.token)
 	}
 	if a.apiVersions != nil {
+		e.noteHandshake(v, a.version, a.apiVersions)
 		if epoch := finalizedEpoch(a.version, a.apiVersions); epoch >= 0 {
 			v.reset(epoch)
 		}
@@ -776,6 +787,27 @@ func (e *Emulator) learnApplied(v *brokerView, cluster string, end time.Time) {
 		e.advance(c)
 	}
 }
+
+// noteHandshake says once, when the cluster check is on, that a broker
+// accepted a connection with an ApiVersions older than v5: it was not
+// told, and did not check, which cluster and node the client expected
+// (KIP-1242), so a misrouted connection to it is not refused.
+func (e *Emulator) noteHandshake(v *brokerView, version int16, body []byte) {
+	if !e.cfg.ClusterCheck || version >= clusterCheckVersion || len(body) < 2 || binary.BigEndian.Uint16(body) != 0 {
+		return
+	}
+	e.uncheckedOnce.Do(func() {
+		err := fmt.Errorf("%w: broker %s answers ApiVersions up to v%d; KIP-1242 needs v%d (Apache Kafka 4.4+)", ErrClusterCheckUnsupported, v.addr, version, clusterCheckVersion)
+		e.log(kgo.LogLevelWarn, "the KIP-1242 cluster check is off for this cluster: a connection to an address that moved to another cluster is not refused", "reason", err.Error())
+		if e.cfg.OnClusterCheckOff != nil {
+			e.cfg.OnClusterCheckOff(err)
+		}
+	})
+}
+
+// ErrClusterCheckUnsupported wraps the reason the KIP-1242 check could not
+// run on a cluster (OnClusterCheckOff).
+var ErrClusterCheckUnsupported = errors.New("wire: the brokers cannot check which cluster a connection expected (KIP-1242)")
 
 // finalizedEpoch returns an ApiVersions body's FinalizedFeaturesEpoch, or
 // -1 when the version has none or the body does not decode.

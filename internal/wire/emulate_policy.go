@@ -75,6 +75,10 @@ func readsMetadata(key int16) bool {
 	return false
 }
 
+// clusterCheckVersion is the first ApiVersions version that names the
+// cluster and node the client expects (KIP-1242; Apache Kafka 4.4).
+const clusterCheckVersion = 5
+
 // Bounds of the Emulator's waits. Each question to the cluster is also
 // bounded by EmulationConfig.AskTimeout, but no request or answer waits for
 // one longer than its own bound: the question goes on without it.

@@ -494,3 +494,45 @@ func TestEmulatorHoldsOnlyWhereBrokersSendNoTokens(t *testing.T) {
 		require.False(t, e.holds(a, produceKey, false), "a produce answer teaches nothing")
 	})
 }
+
+// TestClusterCheckOffSaidOnce: with the cluster check on, the first broker
+// that accepts an ApiVersions older than v5 (Kafka before 4.4) is reported
+// once, logged and told to OnClusterCheckOff; v5 answers, refused
+// handshakes (UNSUPPORTED_VERSION before kgo retries lower) and a factory
+// with the check off say nothing.
+func TestClusterCheckOffSaidOnce(t *testing.T) {
+	body := func(version, code int16) []byte {
+		r := kmsg.NewPtrApiVersionsResponse()
+		r.SetVersion(version)
+		r.ErrorCode = code
+		r.FinalizedFeaturesEpoch = 7
+		return r.AppendTo(nil)
+	}
+	o := &scriptedOracle{applied: map[string]int64{}, committed: consistency.MustOf("c", 5)}
+	for _, check := range []bool{true, false} {
+		var offs []error
+		logs := &warnings{}
+		e, _, _ := newTestEmulator(t, o, func(c *EmulationConfig) {
+			c.ClusterCheck, c.Logger = check, logs
+			c.OnClusterCheckOff = func(err error) { offs = append(offs, err) }
+		})
+		v := e.view("b1:9092")
+		e.afterRead(v, &answer{key: apiVersionsKey, version: 5, apiVersions: body(5, 0)})
+		e.afterRead(v, &answer{key: apiVersionsKey, version: 5, apiVersions: body(0, int16(kerr.UnsupportedVersion.Code))})
+		require.Empty(t, offs)
+		for range 3 {
+			e.afterRead(v, &answer{key: apiVersionsKey, version: 4, apiVersions: body(4, 0)})
+			e.afterRead(e.view("b2:9092"), &answer{key: apiVersionsKey, version: 3, apiVersions: body(3, 0)})
+		}
+		require.EqualValues(t, 7, v.applied.Load(), "the answer is still read for its epoch")
+		if !check {
+			require.Empty(t, offs)
+			require.Zero(t, logs.count("KIP-1242"))
+			continue
+		}
+		require.Len(t, offs, 1)
+		require.ErrorIs(t, offs[0], ErrClusterCheckUnsupported)
+		require.ErrorContains(t, offs[0], "broker b1:9092 answers ApiVersions up to v4; KIP-1242 needs v5")
+		require.Equal(t, 1, logs.count("KIP-1242 cluster check is off"))
+	}
+}
