@@ -595,7 +595,7 @@ func (e *Emulator) learnCommitted(ctx context.Context) bool {
 			e.turnOff(err)
 			return false
 		case isAuthorization(err):
-			e.turnOff(fmt.Errorf("%w: DescribeQuorum refused: %w", ErrEmulationUnsupported, err))
+			e.turnOff(&describeClusterDenied{err: err})
 			return false
 		}
 		t := time.NewTimer(pause)
@@ -692,6 +692,20 @@ func (e *Emulator) advance(c consistency.Token) {
 		e.log(kgo.LogLevelDebug, "emulated token not stored", "token", c.String(), "err", err)
 	}
 }
+
+// describeClusterDenied is why the emulation turns off when DescribeQuorum
+// is refused: not a limit of the cluster, but an ACL the principal lacks,
+// named so that whoever reads it can grant it. It matches
+// ErrEmulationUnsupported and the broker's error.
+type describeClusterDenied struct{ err error }
+
+func (d *describeClusterDenied) Error() string {
+	return "consistency tokens are off: the principal lacks DESCRIBE on CLUSTER, which DescribeQuorum needs (" + d.err.Error() +
+		"); read-your-writes and monotonic reads across the factory's clients are off until it is granted " +
+		"(kafka-acls.sh --add --allow-principal User:<name> --operation Describe --cluster)"
+}
+
+func (d *describeClusterDenied) Unwrap() []error { return []error{ErrEmulationUnsupported, d.err} }
 
 // isAuthorization reports whether err says the principal may not describe
 // the quorum (CLUSTER_AUTHORIZATION_FAILED), which no retry changes.
