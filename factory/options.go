@@ -340,8 +340,9 @@ func Logger(l *slog.Logger) ClientOpt { return client(func(c *config) { c.logger
 // WithObserver reports every consistency event to o, as an [Event] of one
 // of these kinds: [EventTokenAdvanced], [EventInconsistentMetadata],
 // [EventMisroute], [EventRebootstrap], [EventClusterChanged],
-// [EventStoreReset], [EventTokenHealed], [EventConsistencyOff] and
-// [EventAuthFailed]. See [Observer] for where OnEvent runs.
+// [EventStoreReset], [EventTokenHealed], [EventConsistencyOff],
+// [EventAuthFailed], [EventWriteUnlearnt] and [EventClusterCheckOff]. See
+// [Observer] for where OnEvent runs.
 func WithObserver(o Observer) ClientOpt {
 	return client(func(c *config) {
 		c.observer = o
