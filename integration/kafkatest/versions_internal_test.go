@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,4 +88,31 @@ func TestProvisionVersionKafkaHome(t *testing.T) {
 func TestPomNamesVersion(t *testing.T) {
 	p := pomFor("3.6.2")
 	require.Contains(t, p, "<artifactId>kafka_2.13</artifactId><version>3.6.2</version>")
+}
+
+// FuzzMatrixVersions: whatever KCONSIST_KAFKA_VERSIONS holds, MatrixVersions
+// returns releases it runs, without duplicates, or an error naming the
+// variable.
+func FuzzMatrixVersions(f *testing.F) {
+	for _, s := range []string{"", "all", "3.6.2,4.4.0", " 4.0.0 ,", "4.4", ",,", "all,3.6.2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, env string) {
+		if strings.ContainsRune(env, 0) {
+			return // not a value an environment variable can hold
+		}
+		t.Setenv(VersionsEnv, env)
+		got, err := MatrixVersions()
+		if err != nil {
+			require.ErrorContains(t, err, VersionsEnv)
+			return
+		}
+		require.NotEmpty(t, got)
+		seen := map[string]bool{}
+		for _, v := range got {
+			require.NoError(t, checkVersion(v))
+			require.False(t, seen[v], "%q twice", v)
+			seen[v] = true
+		}
+	})
 }

@@ -29,10 +29,15 @@ import (
 // Metadata names a random unfenced broker as controller, the dead one
 // included; on the code before, the committed offset was asked of that
 // broker only, so about one create in three came back with a token below
-// its write.
+// its write. It runs on each release of kafkatest.MatrixVersions.
 func TestWritesThroughLeaderCrash(t *testing.T) {
-	version := kafkatest.KafkaVersion
-	c := kafkatest.Start(t, kafkatest.Nodes(3), kafkatest.BrokerConfig("broker.session.timeout.ms", "9000"))
+	for _, v := range matrixVersions(t) {
+		t.Run(v, func(t *testing.T) { writesThroughLeaderCrash(t, v) })
+	}
+}
+
+func writesThroughLeaderCrash(t *testing.T, version string) {
+	c := kafkatest.Start(t, kafkatest.Nodes(3), kafkatest.Version(version), kafkatest.BrokerConfig("broker.session.timeout.ms", "9000"))
 	ctx := testkit.CtxFor(t, 3*time.Minute)
 	ev := &events{}
 	f, err := factory.New(factory.BootstrapServers(c.BootstrapAddrs()...), factory.ClientID("crash"), factory.WithObserver(ev))
