@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/kconsist/kconsist/integration/kafkatest"
 	"github.com/kconsist/kconsist/internal/session"
 	"github.com/kconsist/kconsist/internal/testkit"
+	"github.com/kconsist/kconsist/producer"
 )
 
 // TestWritesThroughLeaderCrash kills the KRaft quorum leader of three
@@ -54,6 +57,38 @@ func writesThroughLeaderCrash(t *testing.T, version string) {
 	// Healthy first: the emulation is verified and tokens flow.
 	require.NoError(t, createTopic3(ctx, fadm, "crash-warm"))
 	require.Positive(t, f.Token().Offset())
+	created, err := fadm.CreateTopic(ctx, 6, 3, nil, "crash-data")
+	require.NoError(t, err)
+	require.NoError(t, created.Err)
+	fprod, err := factory.NewProducer(f, producer.String(), producer.String())
+	require.NoError(t, err)
+	defer closeProducer(fprod)
+	pprod := plainClient(t, c, kgo.DefaultProduceTopic("crash-data"))
+	// Both send one record at a time, round the partitions, from the kill
+	// until 20 s after it (acks=all waits for the dead replica until it is
+	// fenced and leaves the ISR, 9 s): acknowledged records are counted,
+	// each call bounded by 3 s.
+	window, stopProducing := context.WithCancel(ctx)
+	var fAcked, pAcked atomic.Int64
+	var producers sync.WaitGroup
+	produceLoop := func(acked *atomic.Int64, send func(context.Context, string) error) {
+		defer producers.Done()
+		for i := 0; window.Err() == nil; i++ {
+			pctx, cancel := context.WithTimeout(window, 3*time.Second)
+			if send(pctx, fmt.Sprintf("k%d", i)) == nil {
+				acked.Add(1)
+			}
+			cancel()
+		}
+	}
+	producers.Add(2)
+	go produceLoop(&fAcked, func(ctx context.Context, key string) error {
+		_, err := fprod.Produce(ctx, producer.Record[string, string]{Topic: "crash-data", Key: key, Value: key})
+		return err
+	})
+	go produceLoop(&pAcked, func(ctx context.Context, key string) error {
+		return pprod.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: []byte(key)}).FirstErr()
+	})
 
 	leader := quorumLeader(ctx, t, plain, c.NodeIDs())
 	require.NoError(t, c.Kill(leader))
@@ -88,8 +123,16 @@ func writesThroughLeaderCrash(t *testing.T, version string) {
 			}
 		}
 	}
+	select {
+	case <-time.After(time.Until(killed.Add(20 * time.Second))):
+	case <-ctx.Done():
+	}
+	stopProducing()
+	producers.Wait()
 	t.Logf("Kafka %s: %d creates in the 8 s after the kill: %d answered with a token below the write, %d stale reads; longest create %v; events %v",
 		version, creates, below, stale, longest.Round(time.Millisecond), ev.kinds())
+	t.Logf("Kafka %s: records acknowledged in the 20 s after the kill, one at a time: factory %d, plain kgo %d (%.2f)",
+		version, fAcked.Load(), pAcked.Load(), float64(fAcked.Load())/float64(max(pAcked.Load(), 1)))
 	require.GreaterOrEqual(t, creates, 5, "too few creates to show anything")
 	require.Zero(t, below)
 	require.Zero(t, stale)
