@@ -57,6 +57,21 @@ const (
 	// (consistency.ErrClusterMismatch) until each cluster has a store of
 	// its own. Reported once per pair of clusters.
 	EventStoreConflict
+	// EventWriteUnlearnt: in mode auto or emulated, the answer to a
+	// metadata write (create topics, alter configs, ...) went to the
+	// caller before the write's metadata offset was learnt: DescribeQuorum
+	// answered no broker within the answer's 1 s hold. Until a committed
+	// offset read after it is learnt, every request of the factory's
+	// clients waits for it within its own bound, so no later read shows
+	// the cluster from before the write.
+	EventWriteUnlearnt
+	// EventClusterCheckOff: in mode auto or emulated with the cluster
+	// check on, a broker answered an ApiVersions older than v5 (Apache
+	// Kafka before 4.4): it cannot check which cluster a connection
+	// expected (KIP-1242), so a connection to an address that moved to
+	// another cluster is not refused (Err names the broker and version).
+	// Sent once per factory; also logged as a warning.
+	EventClusterCheckOff
 )
 
 func (k EventKind) String() string {
@@ -81,6 +96,10 @@ func (k EventKind) String() string {
 		return "auth-failed"
 	case EventStoreConflict:
 		return "store-conflict"
+	case EventWriteUnlearnt:
+		return "write-unlearnt"
+	case EventClusterCheckOff:
+		return "cluster-check-off"
 	}
 	return "unknown"
 }
@@ -183,7 +202,7 @@ func (e *eventEmitter) deliver(ev Event) {
 	case ev.Kind == EventStoreConflict:
 		e.logger.Error("kconsist: "+ev.Err.Error(), "token", ev.Token.String(), "from", ev.From, "to", ev.To)
 		return
-	case ev.Kind == EventConsistencyOff:
+	case ev.Kind == EventConsistencyOff, ev.Kind == EventClusterCheckOff, ev.Kind == EventWriteUnlearnt:
 		return // the emulator warned with its reason
 	case ev.Kind >= EventMisroute:
 		lvl = slog.LevelWarn
@@ -244,6 +263,18 @@ func (f *Factory) clusterEvent(ev cluster.Event) {
 	if ev.Rebootstrapped {
 		f.emitter.emit(Event{Kind: EventRebootstrap, From: ev.From, To: ev.To})
 	}
+}
+
+// writeUnlearnt reports a metadata write answered before its offset was
+// learnt; the emulator logs it as a warning.
+func (f *Factory) writeUnlearnt() {
+	f.emitter.emit(Event{Kind: EventWriteUnlearnt})
+}
+
+// clusterCheckOff reports that a broker cannot run the KIP-1242 check;
+// the emulator logs it as a warning.
+func (f *Factory) clusterCheckOff(reason error) {
+	f.emitter.emit(Event{Kind: EventClusterCheckOff, Err: reason})
 }
 
 // consistencyOff reports that the emulation turned itself off.

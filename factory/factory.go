@@ -67,17 +67,19 @@ func New(opts ...Opt) (*Factory, error) {
 	f.emitter = &eventEmitter{observer: cfg.observer, logger: cfg.logger, stream: f.events}
 	var err error
 	f.s, err = session.New(session.Config{
-		Store:            store,
-		Base:             baseBuild(cfg),
-		NoTokens:         cfg.mode == ModeOff,
-		Emulate:          cfg.mode == ModeAuto || cfg.mode == ModeEmulated,
-		ForceEmulation:   cfg.mode == ModeEmulated,
-		Logger:           cfg.logger,
-		OnClusterEvent:   f.clusterEvent,
-		OnConsistencyOff: f.consistencyOff,
-		OnTokenChange:    f.tokenChange,
-		ErrClosed:        ErrClosed,
-		ErrConfig:        ErrConfig,
+		Store:             store,
+		Base:              baseBuild(cfg),
+		NoTokens:          cfg.mode == ModeOff,
+		Emulate:           cfg.mode == ModeAuto || cfg.mode == ModeEmulated,
+		ForceEmulation:    cfg.mode == ModeEmulated,
+		Logger:            cfg.logger,
+		OnClusterEvent:    f.clusterEvent,
+		OnConsistencyOff:  f.consistencyOff,
+		OnTokenChange:     f.tokenChange,
+		OnWriteUnlearnt:   f.writeUnlearnt,
+		OnClusterCheckOff: f.clusterCheckOff,
+		ErrClosed:         ErrClosed,
+		ErrConfig:         ErrConfig,
 	})
 	if err != nil {
 		f.events.Close()

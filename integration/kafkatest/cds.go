@@ -24,7 +24,7 @@ var archives struct {
 // making it first if need be, or "" if none can be had; brokers then start
 // without one. The archive is keyed by the JVM binary and the classpath, and
 // a JVM that cannot use it (another JDK build) ignores it.
-func classArchive(java, classpath string) string {
+func classArchive(java, classpath, version string) string {
 	archives.Lock()
 	defer archives.Unlock()
 	key := java + "\x00" + classpath
@@ -34,18 +34,18 @@ func classArchive(java, classpath string) string {
 	if archives.path == nil {
 		archives.path = make(map[string]string)
 	}
-	p := makeArchive(java, classpath)
+	p := makeArchive(java, classpath, version)
 	archives.path[key] = p
 	return p
 }
 
-func makeArchive(java, classpath string) string {
-	dir, err := cacheDir()
+func makeArchive(java, classpath, version string) string {
+	dir, err := cacheDirFor(version)
 	if err != nil {
 		return ""
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00", classpath, KafkaVersion)
+	fmt.Fprintf(h, "%s\x00%s\x00", classpath, version)
 	if real, err := filepath.EvalSymlinks(java); err == nil {
 		if st, err := os.Stat(real); err == nil {
 			fmt.Fprintf(h, "%s\x00%d\x00%d", real, st.Size(), st.ModTime().UnixNano())
@@ -72,11 +72,11 @@ func makeArchive(java, classpath string) string {
 	}
 	defer os.RemoveAll(tmp)
 	dump := filepath.Join(tmp, "kafka.jsa")
-	c := &Cluster{id: NewClusterID(), java: java, classpath: classpath, timeout: 2 * time.Minute,
+	c := &Cluster{id: NewClusterID(), version: version, java: java, classpath: classpath, timeout: 2 * time.Minute,
 		dir: filepath.Join(tmp, "cluster"), trainArchive: dump}
 	// The archive is written when the broker's JVM exits normally, so the
 	// training broker is stopped with SIGTERM, not killed.
-	err = c.boot(context.Background(), config{nodes: 1})
+	err = c.boot(context.Background(), config{nodes: 1, version: version})
 	if stopErr := c.Stop(1); err == nil {
 		err = stopErr
 	}

@@ -29,6 +29,7 @@ import (
 type Opt func(*config) error
 
 type config struct {
+	version      string // "": KafkaVersion
 	nodes        int
 	clusterID    string
 	advertised   map[int32]string
@@ -48,6 +49,20 @@ func Nodes(n int) Opt {
 			return fmt.Errorf("Nodes(%d): want 1 to 9 nodes", n)
 		}
 		c.nodes = n
+		return nil
+	}
+}
+
+// Version sets the Apache Kafka release the cluster runs, one of
+// [Versions]; the default is [KafkaVersion]. Every release runs in KRaft
+// mode with the same properties. [KIP1243] needs 4.4.0, the release its
+// agent hooks into.
+func Version(v string) Opt {
+	return func(c *config) error {
+		if err := checkVersion(v); err != nil {
+			return fmt.Errorf("Version(%q): %w", v, err)
+		}
+		c.version = v
 		return nil
 	}
 }
@@ -140,6 +155,7 @@ type Cluster struct {
 	root      string     // removed by Close; set by StartCluster
 	closeOnce sync.Once
 	id        string
+	version   string
 	java      string
 	classpath string
 	dir       string
@@ -229,11 +245,14 @@ func StartCluster(ctx context.Context, opts ...Opt) (*Cluster, error) {
 // prepare checks opts, finds java and provisions Kafka: everything before
 // the first process starts.
 func prepare(ctx context.Context, opts []Opt) (*Cluster, config, error) {
-	cfg := config{nodes: 1, startTimeout: 2 * time.Minute}
+	cfg := config{nodes: 1, startTimeout: 2 * time.Minute, version: KafkaVersion}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, cfg, err
 		}
+	}
+	if cfg.kip1243 != nil && cfg.version != KafkaVersion {
+		return nil, cfg, fmt.Errorf("KIP1243 needs Apache Kafka %s (the agent hooks into its classes), not Version(%q)", KafkaVersion, cfg.version)
 	}
 	for id := range cfg.advertised {
 		if id < 1 || int(id) > cfg.nodes {
@@ -250,17 +269,17 @@ func prepare(ctx context.Context, opts []Opt) (*Cluster, config, error) {
 	if err != nil {
 		return nil, cfg, fmt.Errorf("%w: java is not on PATH; install a Java 17+ runtime (e.g. apt-get install openjdk-17-jre-headless)", ErrMissingTool)
 	}
-	cp, err := Provision(ctx)
+	cp, err := ProvisionVersion(ctx, cfg.version)
 	if err != nil {
 		return nil, cfg, err
 	}
-	c := &Cluster{id: cfg.clusterID, java: java, classpath: cp, timeout: cfg.startTimeout, scram: scramArgs(cfg.secure)}
+	c := &Cluster{id: cfg.clusterID, version: cfg.version, java: java, classpath: cp, timeout: cfg.startTimeout, scram: scramArgs(cfg.secure)}
 	if cfg.secure != nil {
 		if c.tls, err = newTLSMaterial(); err != nil {
 			return nil, cfg, err
 		}
 	}
-	if a := classArchive(java, cp); a != "" {
+	if a := classArchive(java, cp, cfg.version); a != "" {
 		c.jvmExtra = []string{"-XX:SharedArchiveFile=" + a}
 	}
 	if cfg.kip1243 != nil {
@@ -526,6 +545,9 @@ func probe(ctx context.Context, b *kgo.Broker, clusterID string, ids []int32) er
 
 // ClusterID returns the cluster id storage was formatted with.
 func (c *Cluster) ClusterID() string { return c.id }
+
+// Version returns the Apache Kafka release the cluster runs.
+func (c *Cluster) Version() string { return c.version }
 
 // BootstrapAddrs returns every node's client listener address (not the
 // advertised one), in node id order.

@@ -1,4 +1,8 @@
-// Package kafkatest runs real Apache Kafka 4.4.0 brokers for tests.
+// Package kafkatest runs real Apache Kafka brokers for tests: 4.4.0 by
+// default, or any release of [Versions] (3.6.2, 3.9.1, 4.0.0, 4.1.0, 4.2.0,
+// 4.4.0, all in KRaft mode) with [Version]. Tests meant for several
+// releases run on [MatrixVersions]: $KCONSIST_KAFKA_VERSIONS (a
+// comma-separated list, or "all"), else 4.4.0 and 3.6.2.
 //
 // kconsist has to work against the broker its users run, not only against
 // kfake. This package provisions Kafka from Maven Central with Maven (or uses
@@ -44,8 +48,9 @@
 // naming what to install. `go test -short ./...` skips every test that starts
 // a real cluster.
 //
-// The download is cached outside the repository, in $KCONSIST_KAFKA_CACHE or
-// else in the user cache directory (kconsist/kafka-4.4.0), and shared by
+// The download is cached outside the repository, in $KCONSIST_KAFKA_CACHE
+// (other releases than 4.4.0 in its subdirectory kafka-<version>) or else in
+// the user cache directory (kconsist/kafka-<version>), and shared by
 // parallel test binaries through a file lock and an atomic rename. Next to it
 // a class data sharing archive, made once by a broker that starts and stops,
 // saves about 40% of the CPU each later broker start costs.

@@ -191,7 +191,7 @@ func TestClassArchive(t *testing.T) {
 	require.NoError(t, err, "install a Java 17+ runtime")
 	cp, err := Provision(context.Background())
 	require.NoError(t, err)
-	archive := classArchive(java, cp)
+	archive := classArchive(java, cp, KafkaVersion)
 	require.NotEmpty(t, archive)
 	require.FileExists(t, archive)
 	out, err := exec.Command(java, "-Xshare:on", "-XX:SharedArchiveFile="+archive, "-XX:+UseSerialGC",

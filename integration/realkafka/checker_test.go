@@ -11,16 +11,23 @@ import (
 	"github.com/kconsist/kconsist/internal/testkit"
 )
 
-// TestCheckerOnKafka44 runs the read-your-writes and monotonic-reads
-// checker (integration/checker) on three real Kafka 4.4 nodes, first with
+// TestCheckerOnKafka runs the read-your-writes and monotonic-reads
+// checker (integration/checker) on three real Kafka nodes of each release
+// of kafkatest.MatrixVersions (KCONSIST_KAFKA_VERSIONS), first with
 // the clients of one factory (ModeAuto: tokens made from KRaft's offsets),
 // then with plain kgo/kadm clients on the same cluster. The factory must
 // break no rule; plain's count is reported, not asserted: real brokers lag
 // by themselves, and how often a plain client catches one behind depends
 // on the machine. Both modes read past kadm's metadata cache, so that plain
 // clients' stale reads come from the brokers.
-func TestCheckerOnKafka44(t *testing.T) {
-	c := kafkatest.Start(t, kafkatest.Nodes(3))
+func TestCheckerOnKafka(t *testing.T) {
+	for _, v := range matrixVersions(t) {
+		t.Run(v, func(t *testing.T) { checkerOn(t, v) })
+	}
+}
+
+func checkerOn(t *testing.T, version string) {
+	c := kafkatest.Start(t, kafkatest.Nodes(3), kafkatest.Version(version))
 	ctx := testkit.CtxFor(t, 2*time.Minute)
 	counts := map[checker.Mode]checker.Report{}
 	for _, mode := range []checker.Mode{checker.ModeFactory, checker.ModePlain} {

@@ -1,6 +1,9 @@
 // Package realkafka tests the kconsist SDK (factory, admin, producer and
-// consumer) against real Apache Kafka 4.4 brokers started by
-// integration/kafkatest. It holds tests only.
+// consumer) against real Apache Kafka brokers started by
+// integration/kafkatest: 4.4 unless said otherwise; the read-your-writes
+// test and the checker run on every release of kafkatest.MatrixVersions
+// (KCONSIST_KAFKA_VERSIONS=all for 3.6.2 to 4.4.0; 4.4.0 and 3.6.2
+// without it). It holds tests only.
 //
 //   - TestSingleNodeClusters runs two single-node clusters, A behind a
 //     switchable kafkatest.Forwarder and B, and shares them between
@@ -19,7 +22,10 @@
 //     each failing the factory's Produce, Poll and admin calls with the
 //     cause within seconds, with the connections reaching the broker
 //     counted against plain franz-go's in the same window.
-//   - TestCheckerOnKafka44 runs the read-your-writes and monotonic-reads
+//   - TestReadYourWritesOnKafka makes metadata writes on three nodes and
+//     reads each back at once from every broker: the factory's answers must
+//     all show the write; plain franz-go's stale ones are counted.
+//   - TestCheckerOnKafka runs the read-your-writes and monotonic-reads
 //     checker (integration/checker) on three nodes: factory clients (tokens
 //     emulated from KRaft offsets) must break no rule; plain kgo's count in
 //     the same run is reported.

@@ -23,6 +23,15 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+// matrixVersions returns the Apache Kafka releases the tests meant for
+// several run on: kafkatest.MatrixVersions, from KCONSIST_KAFKA_VERSIONS.
+func matrixVersions(t *testing.T) []string {
+	t.Helper()
+	vs, err := kafkatest.MatrixVersions()
+	require.NoError(t, err)
+	return vs
+}
+
 // stamp is the KIP-1243 ConsistencyState (header tag 0) of one frame.
 type stamp struct {
 	clusterID string

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -117,6 +118,14 @@ func seedNodes(seeds []string) map[string]int32 {
 // of any broker beside a Metadata asked of any other, the two could come
 // from two clusters behind one list of bootstrap servers, and a heal
 // would then lower a store to another cluster's offset under its own id.)
+//
+// The broker Metadata names as controller is asked first; when it does
+// not answer (KRaft lists a crashed broker, and may name it controller,
+// until it is fenced, seconds later; a quorum electing a new leader
+// answers with an error), every other broker of the answer is asked in
+// turn, each within its share of what is left of ctx. A refusal no other
+// broker would answer otherwise (DescribeQuorum unknown or not
+// authorized) ends it at once.
 func (o *oracle) Committed(ctx context.Context) (consistency.Token, error) {
 	cl, err := o.client()
 	if err != nil {
@@ -126,14 +135,33 @@ func (o *oracle) Committed(ctx context.Context) (consistency.Token, error) {
 	if err != nil {
 		return consistency.Token{}, err
 	}
-	id := m.ControllerID
-	if !slices.ContainsFunc(m.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == id }) {
-		if len(m.Brokers) == 0 {
-			return consistency.Token{}, errors.New("metadata answer lists no broker")
-		}
-		id = m.Brokers[0].NodeID
+	ids := askOrder(m)
+	if len(ids) == 0 {
+		return consistency.Token{}, errors.New("metadata answer lists no broker")
 	}
-	broker := cl.Broker(int(id))
+	var errs []error
+	for i, id := range ids {
+		tctx, cancel := shareOf(ctx, len(ids)-i)
+		c, err := o.committedFrom(tctx, cl.Broker(int(id)), id, *m.ClusterID)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		if errors.Is(err, wire.ErrEmulationUnsupported) || errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, errMixed) || ctx.Err() != nil {
+			return consistency.Token{}, err
+		}
+		errs = append(errs, fmt.Errorf("broker %d: %w", id, err))
+	}
+	return consistency.Token{}, fmt.Errorf("no broker answered DescribeQuorum: %w", errors.Join(errs...))
+}
+
+// errMixed: the two Metadata answers around a DescribeQuorum named two
+// clusters.
+var errMixed = errors.New("the committed offset is of neither cluster")
+
+// committedFrom asks broker id of the cluster named cluster for the
+// committed offset, then for Metadata, which must name the same cluster.
+func (o *oracle) committedFrom(ctx context.Context, broker *kgo.Broker, id int32, cluster string) (consistency.Token, error) {
 	hwm, err := QuorumHighWatermark(ctx, broker)
 	if err != nil {
 		return consistency.Token{}, err
@@ -142,10 +170,42 @@ func (o *oracle) Committed(ctx context.Context) (consistency.Token, error) {
 	if err != nil {
 		return consistency.Token{}, err
 	}
-	if *after.ClusterID != *m.ClusterID {
-		return consistency.Token{}, fmt.Errorf("the bootstrap servers answered for cluster %q, then broker %d for cluster %q: the committed offset is of neither", *m.ClusterID, id, *after.ClusterID)
+	if *after.ClusterID != cluster {
+		return consistency.Token{}, fmt.Errorf("the bootstrap servers answered for cluster %q, then broker %d for cluster %q: %w", cluster, id, *after.ClusterID, errMixed)
 	}
-	return consistency.Of(*m.ClusterID, hwm-1)
+	return consistency.Of(cluster, hwm-1)
+}
+
+// askOrder returns the brokers of m in the order Committed asks them: the
+// one named controller first, if listed, then the others as listed.
+func askOrder(m *kmsg.MetadataResponse) []int32 {
+	ids := make([]int32, 0, len(m.Brokers))
+	if slices.ContainsFunc(m.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == m.ControllerID }) {
+		ids = append(ids, m.ControllerID)
+	}
+	for _, b := range m.Brokers {
+		if !slices.Contains(ids, b.NodeID) {
+			ids = append(ids, b.NodeID)
+		}
+	}
+	return ids
+}
+
+// minShare is the least time a broker is given to answer Committed when
+// ctx leaves that much: a broker that answers at all answers a loopback
+// or LAN DescribeQuorum well within it.
+const minShare = time.Second
+
+// shareOf returns a context for one of n brokers still to ask: an equal
+// share of what is left of ctx, but at least minShare (or all that is
+// left); ctx itself when it has no deadline.
+func shareOf(ctx context.Context, n int) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok || n <= 1 {
+		return context.WithCancel(ctx)
+	}
+	left := time.Until(dl)
+	return context.WithTimeout(ctx, min(left, max(left/time.Duration(n), minShare)))
 }
 
 // QuorumHighWatermark asks r (one broker, which forwards it to the

@@ -126,3 +126,87 @@ func TestOracleNodesFollowAnswers(t *testing.T) {
 	require.LessOrEqual(t, len(s.oracle.nodes), len(k.seeds)+2)
 	require.Equal(t, 1000+r.n, s.oracle.nodes["127.0.0.3:9092"], "the reused address maps to its new node")
 }
+
+// TestCommittedAsksAnotherBroker: Metadata names as controller a broker
+// that no longer answers (KRaft lists a crashed broker until it is fenced,
+// seconds later); the committed offset comes from another broker of the
+// answer, of the same cluster. On the code before, the one DescribeQuorum
+// to the dead broker failed and Committed with it.
+func TestCommittedAsksAnotherBroker(t *testing.T) {
+	k := newKraftFake(t)
+	host, port, err := net.SplitHostPort(k.seeds[0])
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadAddr := dead.Addr().(*net.TCPAddr)
+	require.NoError(t, dead.Close()) // nothing listens there any more
+	id := "cluster-a"
+	k.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		k.KeepControl()
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		resp.ClusterID = &id
+		gone := kmsg.NewMetadataResponseBroker()
+		gone.NodeID, gone.Host, gone.Port = 7, "127.0.0.1", int32(deadAddr.Port)
+		live := kmsg.NewMetadataResponseBroker()
+		live.NodeID, live.Host, live.Port = 0, host, int32(p)
+		resp.Brokers = append(resp.Brokers, gone, live)
+		resp.ControllerID = 7
+		return resp, nil, true
+	})
+	k.hwm.Store(42)
+	s, err := New(Config{Store: consistency.NewMemoryStore(), Base: k.build(), ErrClosed: errClosed, ErrConfig: errConfig})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	c, err := s.oracle.Committed(ctx)
+	require.NoError(t, err)
+	require.Equal(t, consistency.MustOf(id, 41), c)
+
+	// No broker answers: the error names each one asked.
+	none := func() int64 { return 0 } // no committed offset: a quorum electing
+	k.quorumHWM.Store(&none)
+	_, err = s.oracle.Committed(ctx)
+	require.ErrorContains(t, err, "no broker answered DescribeQuorum")
+	require.ErrorContains(t, err, "broker 7:")
+	require.ErrorContains(t, err, "broker 0:")
+}
+
+func TestAskOrder(t *testing.T) {
+	m := kmsg.NewPtrMetadataResponse()
+	for _, id := range []int32{1, 2, 3} {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID = id
+		m.Brokers = append(m.Brokers, b)
+	}
+	m.ControllerID = 2
+	require.Equal(t, []int32{2, 1, 3}, askOrder(m))
+	m.ControllerID = 9 // not listed
+	require.Equal(t, []int32{1, 2, 3}, askOrder(m))
+}
+
+// TestWriteUnlearntReported: a metadata write answered while no broker
+// answers DescribeQuorum reaches its caller after the 1 s hold, and the
+// session's OnWriteUnlearnt hears of it once.
+func TestWriteUnlearntReported(t *testing.T) {
+	k := newKraftFake(t)
+	k.applied.Store(10)
+	k.hwm.Store(11)
+	var unlearnt atomic.Int64
+	s, err := New(Config{Store: consistency.NewMemoryStore(), Base: k.build(), Emulate: true, ErrClosed: errClosed, ErrConfig: errConfig,
+		OnWriteUnlearnt: func() { unlearnt.Add(1) }})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	admin, err := s.Client(k.build())
+	require.NoError(t, err)
+	defer admin.Close()
+	require.NoError(t, createTopic(ctx, admin, "t0"))
+	require.Zero(t, unlearnt.Load())
+	k.hung.Store(true)
+	require.NoError(t, createTopic(ctx, admin, "t1"))
+	require.EqualValues(t, 1, unlearnt.Load())
+}

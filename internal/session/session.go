@@ -12,6 +12,7 @@ import (
 	"github.com/kconsist/kconsist/internal/link"
 	"github.com/kconsist/kconsist/internal/tokens"
 	"github.com/kconsist/kconsist/internal/wire"
+	"github.com/kconsist/kconsist/rebootstrap"
 )
 
 // Config is what a session needs of its factory, fixed for its life.
@@ -39,6 +40,14 @@ type Config struct {
 	OnClusterEvent   func(cluster.Event)
 	OnConsistencyOff func(reason error)
 	OnTokenChange    func(tokens.Change)
+	// OnWriteUnlearnt hears that a metadata write's answer went to its
+	// caller before its offset was learnt (wire.EmulationConfig). May be
+	// nil.
+	OnWriteUnlearnt func()
+	// OnClusterCheckOff hears, once, that a broker answered an
+	// ApiVersions older than v5 while the KIP-1242 check is on
+	// (wire.EmulationConfig). May be nil.
+	OnClusterCheckOff func(reason error)
 
 	// ErrClosed is returned by every constructor once the session is
 	// closed; ErrConfig is wrapped around franz-go's refusal of a client's
@@ -98,11 +107,14 @@ func New(cfg Config) (*Session, error) {
 	}
 	if cfg.Emulate && !cfg.NoTokens {
 		emu, err := wire.NewEmulator(wire.EmulationConfig{
-			Tokens: s.tokens,
-			Oracle: s.oracle,
-			Healer: s.healer,
-			Force:  cfg.ForceEmulation,
-			Logger: KgoLogger(cfg.Logger),
+			Tokens:            s.tokens,
+			Oracle:            s.oracle,
+			Healer:            s.healer,
+			Force:             cfg.ForceEmulation,
+			Logger:            KgoLogger(cfg.Logger),
+			OnWriteUnlearnt:   cfg.OnWriteUnlearnt,
+			ClusterCheck:      cfg.Base.ClusterCheck && cfg.Base.Strategy != rebootstrap.None,
+			OnClusterCheckOff: cfg.OnClusterCheckOff,
 			OnOff: func(reason error) {
 				if cfg.OnConsistencyOff != nil {
 					cfg.OnConsistencyOff(reason)

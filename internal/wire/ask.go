@@ -24,14 +24,24 @@ import (
 // next flight, which starts when the one under way ends. So a hung
 // DescribeQuorum costs one goroutine, not one per request.
 
-// question is one kind of question: run asks it and applies the answer.
+// question is one kind of question: run asks it, applies the answer and
+// reports whether it got one.
 type question struct {
-	run func(ctx context.Context)
+	run func(ctx context.Context) bool
 
 	mu      sync.Mutex
-	running chan struct{} // closed when the flight under way ends; nil: none
-	next    chan struct{} // the flight to start after it; nil: none
+	running *flight // the flight under way; nil: none
+	next    *flight // the flight to start after it; nil: none
 }
+
+// flight is one asking of a question. done is closed when it ends; ok,
+// read after done is closed, reports whether it got an answer.
+type flight struct {
+	done chan struct{}
+	ok   bool
+}
+
+func newFlight() *flight { return &flight{done: make(chan struct{})} }
 
 // asker runs questions; one per Emulator.
 type asker struct {
@@ -49,21 +59,22 @@ func newAsker(timeout time.Duration) *asker {
 	return &asker{timeout: timeout, ctx: ctx, cancel: cancel}
 }
 
-// closedFlight is what a question asked after close returns.
-var closedFlight = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
+// closedFlight is what a question asked after close returns: over,
+// without an answer.
+var closedFlight = func() *flight {
+	f := newFlight()
+	close(f.done)
+	return f
 }()
 
-// ask returns a channel closed when an answer to q is in: the flight under
-// way, or, when fresh, one that starts after this call.
-func (a *asker) ask(q *question, fresh bool) <-chan struct{} {
+// ask returns the flight that answers q: the one under way, or, when
+// fresh, one that starts after this call.
+func (a *asker) ask(q *question, fresh bool) *flight {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	switch {
 	case q.running == nil:
-		f := make(chan struct{})
+		f := newFlight()
 		if !a.start(q, f) {
 			return closedFlight
 		}
@@ -72,13 +83,13 @@ func (a *asker) ask(q *question, fresh bool) <-chan struct{} {
 	case !fresh:
 		return q.running
 	case q.next == nil:
-		q.next = make(chan struct{})
+		q.next = newFlight()
 	}
 	return q.next
 }
 
 // joinRunning returns the flight of q under way, or nil.
-func (a *asker) joinRunning(q *question) <-chan struct{} {
+func (a *asker) joinRunning(q *question) *flight {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.running == nil {
@@ -89,7 +100,7 @@ func (a *asker) joinRunning(q *question) <-chan struct{} {
 
 // start runs flight f of q, and the flights queued behind it, on a
 // goroutine Close waits for. q.mu is held.
-func (a *asker) start(q *question, f chan struct{}) bool {
+func (a *asker) start(q *question, f *flight) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -100,14 +111,30 @@ func (a *asker) start(q *question, f chan struct{}) bool {
 		defer a.wg.Done()
 		for f != nil {
 			ctx, cancel := context.WithTimeout(a.ctx, a.timeout)
-			q.run(ctx)
+			f.ok = q.run(ctx)
 			cancel()
-			close(f)
+			close(f.done)
 			q.mu.Lock()
 			f = q.next
 			q.running, q.next = f, nil
 			q.mu.Unlock()
 		}
+	}()
+	return true
+}
+
+// spawn runs fn on a goroutine Close waits for, with a context Close
+// cancels; it reports false, and runs nothing, after close.
+func (a *asker) spawn(fn func(ctx context.Context)) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		fn(a.ctx)
 	}()
 	return true
 }

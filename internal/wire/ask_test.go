@@ -20,12 +20,14 @@ func TestQuestionFlights(t *testing.T) {
 		a := newAsker(time.Second)
 		var started, ended atomic.Int64
 		release := make(chan struct{})
-		q := &question{run: func(ctx context.Context) {
+		q := &question{run: func(ctx context.Context) bool {
 			started.Add(1)
 			defer ended.Add(1)
 			select {
 			case <-release:
+				return true
 			case <-ctx.Done():
+				return false
 			}
 		}}
 
@@ -41,11 +43,11 @@ func TestQuestionFlights(t *testing.T) {
 		require.EqualValues(t, 1, started.Load())
 
 		start := time.Now()
-		require.ErrorIs(t, await(first, start.Add(300*time.Millisecond), nil), errBound)
+		require.ErrorIs(t, await(first.done, start.Add(300*time.Millisecond), nil), errBound)
 		require.Equal(t, 300*time.Millisecond, time.Since(start))
 		stopped := make(chan struct{})
 		go func() { time.Sleep(120 * time.Millisecond); close(stopped) }()
-		err := await(first, time.Time{}, func() error {
+		err := await(first.done, time.Time{}, func() error {
 			select {
 			case <-stopped:
 				return context.Canceled
@@ -57,17 +59,19 @@ func TestQuestionFlights(t *testing.T) {
 		require.Equal(t, 300*time.Millisecond+3*stopEvery, time.Since(start), "stop is looked at every stopEvery")
 
 		release <- struct{}{} // the first flight answers
-		require.NoError(t, await(first, time.Time{}, nil))
+		require.NoError(t, await(first.done, time.Time{}, nil))
+		require.True(t, first.ok, "the first flight was answered")
 		synctest.Wait()
 		require.EqualValues(t, 2, started.Load(), "the fresh flight started when the first ended")
 		start = time.Now()
-		require.NoError(t, await(next, time.Time{}, nil))
+		require.NoError(t, await(next.done, time.Time{}, nil))
 		require.Equal(t, time.Second, time.Since(start), "a flight nobody answers ends at AskTimeout")
+		require.False(t, next.ok, "a flight that timed out got no answer")
 
 		a.close()
 		require.Equal(t, started.Load(), ended.Load())
 		select {
-		case <-a.ask(q, false):
+		case <-a.ask(q, false).done:
 		default:
 			t.Fatal("a question asked after close must not wait")
 		}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -103,7 +104,8 @@ type EmulationConfig struct {
 	// LearnMaxWait bounds how long an answer is held while the Emulator
 	// learns what it implies (the committed offset after a write, the
 	// broker's applied offset after a read); the question goes on after
-	// the answer went to kgo. Zero or less means 1s.
+	// the answer went to kgo. Zero or less means 1s. A write whose offset
+	// is not learnt by then is owed (see OnWriteUnlearnt).
 	LearnMaxWait time.Duration
 	// AskTimeout bounds each question to the Oracle. Zero or less means
 	// 5s.
@@ -118,6 +120,19 @@ type EmulationConfig struct {
 	// the cluster cannot support it (DescribeQuorum refused, no
 	// FinalizedFeaturesEpoch). May be nil.
 	OnOff func(reason error)
+	// ClusterCheck: the clients send ApiVersions v5 naming the cluster
+	// and node they expect (KIP-1242); OnClusterCheckOff is then called
+	// once, with an error wrapping ErrClusterCheckUnsupported, when a
+	// broker answers an older ApiVersions, which cannot check them. May
+	// be nil.
+	ClusterCheck      bool
+	OnClusterCheckOff func(reason error)
+	// OnWriteUnlearnt is called when the answer to a metadata write went
+	// to its caller before the write's offset was learnt, because its
+	// hold (LearnMaxWait, or kgo's read deadline) ended first; until the
+	// offset is learnt, every request waits within its own bound. May be
+	// nil.
+	OnWriteUnlearnt func()
 }
 
 // ErrEmulationUnsupported wraps the reason an [Emulator] turned itself off.
@@ -147,11 +162,17 @@ type Emulator struct {
 	// lastVerify is when verification was last asked (unix nanoseconds).
 	lastVerify atomic.Int64
 	offOnce    sync.Once
+	// uncheckedOnce: OnClusterCheckOff was called.
+	uncheckedOnce sync.Once
 
 	mu      sync.Mutex
 	brokers map[viewKey]*brokerView // at most maxViews
 
-	waits, probes, learnt atomic.Uint64
+	// owed counts metadata writes whose answers went to their callers
+	// before their offsets were in the store (see owe).
+	owed atomic.Int64
+
+	waits, probes, learnt, unlearnt atomic.Uint64
 }
 
 // brokerView is what the Emulator knows of one broker: a node of a
@@ -236,12 +257,15 @@ type EmulationStats struct {
 	Waits  uint64 // requests held for a broker to catch up
 	Probes uint64 // questions about a broker's applied offset
 	Learnt uint64 // committed offsets learnt
-	Off    bool   // the emulation turned itself off
+	// Unlearnt counts metadata writes answered before their offset was
+	// learnt: their read deadline ended first (see OnWriteUnlearnt).
+	Unlearnt uint64
+	Off      bool // the emulation turned itself off
 }
 
 // Stats returns a snapshot of the counters.
 func (e *Emulator) Stats() EmulationStats {
-	return EmulationStats{Waits: e.waits.Load(), Probes: e.probes.Load(), Learnt: e.learnt.Load(), Off: e.off.Load()}
+	return EmulationStats{Waits: e.waits.Load(), Probes: e.probes.Load(), Learnt: e.learnt.Load(), Unlearnt: e.unlearnt.Load(), Off: e.off.Load()}
 }
 
 // Off reports whether the emulation turned itself off.
@@ -273,7 +297,7 @@ func (e *Emulator) viewFor(k viewKey, addr string) *brokerView {
 		}
 		v = &brokerView{addr: addr, cluster: k.cluster, node: k.node}
 		v.applied.Store(-1)
-		v.probe.run = func(ctx context.Context) { e.askApplied(ctx, v) }
+		v.probe.run = func(ctx context.Context) bool { return e.askApplied(ctx, v) }
 		e.brokers[k] = v
 	}
 	return v
@@ -361,17 +385,68 @@ func (e *Emulator) sawHeader(v *brokerView, token bool) {
 }
 
 // beforeWrite is the writer's call, before a request of key goes to the
-// broker of v with the store at cur: it returns once the broker is known
-// to have applied cur, or the request's bound is over (see waitFor).
-// waited reports whether it held the request (the store may have moved
-// meanwhile). With nothing owed it costs a few atomic loads.
+// broker of v with the store at cur: it returns once no metadata write's
+// offset is owed to the store (see owe) and the broker is known to have
+// applied the store's token, or the request's bound is over (see
+// awaitOwed, waitFor). waited reports whether it held the request (the
+// store may have moved meanwhile). With nothing owed it costs a few atomic
+// loads.
 func (e *Emulator) beforeWrite(v *brokerView, key int16, cur consistency.Token, deadline time.Time, stop func() error) (waited bool, err error) {
+	if e.owed.Load() > 0 && !neverHeld(key) && e.active(v) {
+		if err := e.awaitOwed(v, key, cur, deadline, stop); err != nil {
+			return true, err
+		}
+		cur, waited = e.cfg.Store.Load(), true
+	}
 	if cur.IsUnknown() || v.applied.Load() >= cur.Offset() || neverHeld(key) || !e.active(v) ||
 		(v.cluster != "" && v.cluster != cur.ClusterID()) { // a broker of another cluster reaches no token of cur's
 
-		return false, nil
+		return waited, nil
 	}
 	return true, e.waitFor(v, key, cur, deadline, stop)
+}
+
+// waitEnd is when a wait for a request of key that began at start ends:
+// MaxWait (dataMaxWait for data) after it, and never later than writeMargin
+// before deadline (kgo's write deadline; zero for none).
+func (e *Emulator) waitEnd(key int16, start, deadline time.Time) time.Time {
+	wait := e.cfg.MaxWait
+	if isData(key) {
+		wait = min(wait, dataMaxWait)
+	}
+	end := start.Add(wait)
+	if !deadline.IsZero() {
+		end = minTime(end, deadline.Add(-writeMargin))
+	}
+	return end
+}
+
+// awaitOwed holds a request of key to the broker of v while a metadata
+// write's offset is owed to the store (see owe), within the request's
+// bound (waitEnd). When the bound ends first, Produce and Fetch go out, as
+// in waitFor, and every other request fails with an
+// *InconsistentMetadataError, which kgo retries: a read does not go out
+// before the store covers every write whose answer went to a caller.
+func (e *Emulator) awaitOwed(v *brokerView, key int16, cur consistency.Token, deadline time.Time, stop func() error) error {
+	e.waits.Add(1)
+	end := e.waitEnd(key, time.Now(), deadline)
+	pause := pauseMin
+	for e.owed.Load() > 0 && !e.off.Load() {
+		if err := stop(); err != nil {
+			return err
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			e.log(kgo.LogLevelWarn, "a metadata write's offset is still unknown; the request goes on without it", "addr", v.addr, "key", key, "token", cur.Offset())
+			if isData(key) {
+				return nil
+			}
+			return &InconsistentMetadataError{Addr: v.addr, APIKey: key, Sent: cur.Offset(), BrokerAt: v.applied.Load()}
+		}
+		time.Sleep(min(pause, left))
+		pause = min(2*pause, pauseMax)
+	}
+	return nil
 }
 
 // waitFor holds a request of key until the broker of v has applied cur,
@@ -389,14 +464,7 @@ func (e *Emulator) waitFor(v *brokerView, key int16, cur consistency.Token, dead
 	target := cur.Offset()
 	e.waits.Add(1)
 	start := time.Now()
-	wait := e.cfg.MaxWait
-	if isData(key) {
-		wait = min(wait, dataMaxWait)
-	}
-	end := start.Add(wait)
-	if !deadline.IsZero() {
-		end = minTime(end, deadline.Add(-writeMargin))
-	}
+	end := e.waitEnd(key, start, deadline)
 	if !e.verified.Load() {
 		// Nothing is known to be behind until the cluster answered a
 		// DescribeQuorum: wait for one within the bound, or go out.
@@ -433,7 +501,7 @@ func (e *Emulator) waitFor(v *brokerView, key int16, cur consistency.Token, dead
 			continue
 		}
 		// A question that does not come back is no progress either.
-		if err := await(e.ask.ask(&v.probe, false), minTime(end, moved.Add(stallAfter)), stop); err != nil && err != errBound {
+		if err := await(e.ask.ask(&v.probe, false).done, minTime(end, moved.Add(stallAfter)), stop); err != nil && err != errBound {
 			return err
 		}
 		if v.applied.Load() >= target || e.off.Load() {
@@ -472,7 +540,8 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // askApplied asks how far the broker of v has applied; a probe question.
-func (e *Emulator) askApplied(ctx context.Context, v *brokerView) {
+// It reports whether an answer of the broker of v was taken.
+func (e *Emulator) askApplied(ctx context.Context, v *brokerView) bool {
 	e.probes.Add(1)
 	gen := v.generation()
 	cluster, applied, err := e.cfg.Oracle.Applied(ctx, v.addr, v.node)
@@ -489,7 +558,9 @@ func (e *Emulator) askApplied(ctx context.Context, v *brokerView) {
 			v.answered.Store(&cluster)
 		}
 		v.raise(gen, applied)
+		return true
 	}
+	return false
 }
 
 // verify returns a channel closed once the DescribeQuorum under way, or
@@ -500,38 +571,145 @@ func (e *Emulator) verify() <-chan struct{} {
 	now := time.Now().UnixNano()
 	last := e.lastVerify.Load()
 	if (last != 0 && now-last < int64(verifyEvery)) || !e.lastVerify.CompareAndSwap(last, now) {
-		return e.ask.joinRunning(&e.committed)
+		if f := e.ask.joinRunning(&e.committed); f != nil {
+			return f.done
+		}
+		return nil
 	}
-	return e.ask.ask(&e.committed, false)
+	return e.ask.ask(&e.committed, false).done
 }
 
 // learnCommitted asks the committed offset and advances the store to it;
-// the committed question.
-func (e *Emulator) learnCommitted(ctx context.Context) {
-	c, err := e.cfg.Oracle.Committed(ctx)
-	if err != nil {
+// the committed question. A failed answer (a broker that crashed, a
+// quorum electing a new leader) is asked again, with a growing pause,
+// until one comes or ctx ends. It reports whether the store got the
+// committed offset.
+func (e *Emulator) learnCommitted(ctx context.Context) bool {
+	pause := committedRetryMin
+	for {
+		c, err := e.cfg.Oracle.Committed(ctx)
+		if err == nil {
+			e.learnt.Add(1)
+			e.verified.Store(true)
+			e.advance(c)
+			return true
+		}
 		switch {
 		case errors.Is(err, ErrEmulationUnsupported):
 			e.turnOff(err)
-			return
+			return false
 		case isAuthorization(err):
-			e.turnOff(fmt.Errorf("%w: DescribeQuorum refused: %w", ErrEmulationUnsupported, err))
-			return
+			e.turnOff(&describeClusterDenied{err: err})
+			return false
 		}
-		e.log(kgo.LogLevelWarn, "learning the committed metadata offset failed; a write may not be visible at once", "err", err)
-		return
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			e.log(kgo.LogLevelWarn, "learning the committed metadata offset failed; a write may not be visible at once", "err", err)
+			return false
+		case <-t.C:
+		}
+		e.log(kgo.LogLevelDebug, "learning the committed metadata offset failed; asking again", "err", err)
+		pause = min(2*pause, committedRetryMax)
 	}
-	e.learnt.Add(1)
-	e.verified.Store(true)
-	e.advance(c)
 }
 
+// learnWrite holds the answer to a metadata write until a committed
+// offset read after it is in the store, asking again while the questions
+// fail (a crashed broker, a quorum electing a new leader), until end
+// (LearnMaxWait, or kgo's read deadline for the answer if sooner: kgo
+// waits for an answer it wrote the request of even after its caller's
+// context ended, up to the request's own timeout plus its overhead, 70 s
+// for a CreateTopics by default). If end comes first, the answer goes on
+// and the write's offset is owed (see owe).
+func (e *Emulator) learnWrite(end time.Time) {
+	for {
+		began := time.Now()
+		f := e.ask.ask(&e.committed, true)
+		if await(f.done, end, nil) != nil {
+			break
+		}
+		if f.ok || f == closedFlight || e.off.Load() {
+			return
+		}
+		if left := time.Until(end); left <= 0 {
+			break
+		} else if took := time.Since(began); took < committedRetryMin {
+			time.Sleep(min(committedRetryMin-took, left))
+		}
+	}
+	e.owe()
+}
+
+// owe notes that the answer of a metadata write went to its caller before
+// its offset was in the store: until a committed offset read after it is,
+// asked for on a goroutine of its own, every request but the connection
+// handshake waits (awaitOwed), so that no read started after the write's
+// answer shows the cluster from before it. OnWriteUnlearnt is told.
+func (e *Emulator) owe() {
+	if e.off.Load() {
+		return
+	}
+	e.owed.Add(1)
+	e.unlearnt.Add(1)
+	e.log(kgo.LogLevelWarn, "a metadata write's answer reached its caller before its offset was learnt (its deadline ended); requests wait until it is", "owed", e.owed.Load())
+	if e.cfg.OnWriteUnlearnt != nil {
+		e.cfg.OnWriteUnlearnt()
+	}
+	if !e.ask.spawn(e.payOwed) {
+		e.owed.Add(-1) // closed: nothing waits any more
+	}
+}
+
+// payOwed asks the committed offset until an answer read after the owed
+// write is in the store (or the emulation is off or closed), then takes
+// the write off what is owed.
+func (e *Emulator) payOwed(ctx context.Context) {
+	defer e.owed.Add(-1)
+	pause := committedRetryMin
+	for {
+		f := e.ask.ask(&e.committed, true)
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return
+		}
+		if f.ok || f == closedFlight || e.off.Load() {
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, committedRetryMax)
+	}
+}
+
+// advance is the one place the Emulator moves the store forward.
 func (e *Emulator) advance(c consistency.Token) {
 	if _, err := e.cfg.Tokens.Committed(c); err != nil {
 		// Another cluster's token: the rebootstrap machinery decides.
 		e.log(kgo.LogLevelDebug, "emulated token not stored", "token", c.String(), "err", err)
 	}
 }
+
+// describeClusterDenied is why the emulation turns off when DescribeQuorum
+// is refused: not a limit of the cluster, but an ACL the principal lacks,
+// named so that whoever reads it can grant it. It matches
+// ErrEmulationUnsupported and the broker's error.
+type describeClusterDenied struct{ err error }
+
+func (d *describeClusterDenied) Error() string {
+	return "consistency tokens are off: the principal lacks DESCRIBE on CLUSTER, which DescribeQuorum needs (" + d.err.Error() +
+		"); read-your-writes and monotonic reads across the factory's clients are off until it is granted " +
+		"(kafka-acls.sh --add --allow-principal User:<name> --operation Describe --cluster)"
+}
+
+func (d *describeClusterDenied) Unwrap() []error { return []error{ErrEmulationUnsupported, d.err} }
 
 // isAuthorization reports whether err says the principal may not describe
 // the quorum (CLUSTER_AUTHORIZATION_FAILED), which no retry changes.
@@ -566,6 +744,7 @@ func (e *Emulator) afterRead(v *brokerView, a *answer) {
 		e.sawHeader(v, a.token)
 	}
 	if a.apiVersions != nil {
+		e.noteHandshake(v, a.version, a.apiVersions)
 		if epoch := finalizedEpoch(a.version, a.apiVersions); epoch >= 0 {
 			v.reset(epoch)
 		}
@@ -583,7 +762,7 @@ func (e *Emulator) afterRead(v *brokerView, a *answer) {
 		// The committed offset read after this answer covers the write:
 		// the caller cannot send its next request before the token has it.
 		e.lastVerify.Store(time.Now().UnixNano())
-		_ = await(e.ask.ask(&e.committed, true), end, nil)
+		e.learnWrite(end)
 	case readsMetadata(a.key):
 		cluster := ""
 		if m, ok := a.resp.(*kmsg.MetadataResponse); ok && m.ClusterID != nil {
@@ -615,7 +794,7 @@ func (e *Emulator) learnApplied(v *brokerView, cluster string, end time.Time) {
 	}
 	// Only an answer given after this response can stand for what it
 	// showed.
-	if await(e.ask.ask(&v.probe, true), end, nil) != nil {
+	if await(e.ask.ask(&v.probe, true).done, end, nil) != nil {
 		return
 	}
 	applied := v.applied.Load()
@@ -626,6 +805,27 @@ func (e *Emulator) learnApplied(v *brokerView, cluster string, end time.Time) {
 		e.advance(c)
 	}
 }
+
+// noteHandshake says once, when the cluster check is on, that a broker
+// accepted a connection with an ApiVersions older than v5: it was not
+// told, and did not check, which cluster and node the client expected
+// (KIP-1242), so a misrouted connection to it is not refused.
+func (e *Emulator) noteHandshake(v *brokerView, version int16, body []byte) {
+	if !e.cfg.ClusterCheck || version >= clusterCheckVersion || len(body) < 2 || binary.BigEndian.Uint16(body) != 0 {
+		return
+	}
+	e.uncheckedOnce.Do(func() {
+		err := fmt.Errorf("%w: broker %s answers ApiVersions up to v%d; KIP-1242 needs v%d (Apache Kafka 4.4+)", ErrClusterCheckUnsupported, v.addr, version, clusterCheckVersion)
+		e.log(kgo.LogLevelWarn, "the KIP-1242 cluster check is off for this cluster: a connection to an address that moved to another cluster is not refused", "reason", err.Error())
+		if e.cfg.OnClusterCheckOff != nil {
+			e.cfg.OnClusterCheckOff(err)
+		}
+	})
+}
+
+// ErrClusterCheckUnsupported wraps the reason the KIP-1242 check could not
+// run on a cluster (OnClusterCheckOff).
+var ErrClusterCheckUnsupported = errors.New("wire: the brokers cannot check which cluster a connection expected (KIP-1242)")
 
 // finalizedEpoch returns an ApiVersions body's FinalizedFeaturesEpoch, or
 // -1 when the version has none or the body does not decode.

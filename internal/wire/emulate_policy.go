@@ -75,6 +75,10 @@ func readsMetadata(key int16) bool {
 	return false
 }
 
+// clusterCheckVersion is the first ApiVersions version that names the
+// cluster and node the client expects (KIP-1242; Apache Kafka 4.4).
+const clusterCheckVersion = 5
+
 // Bounds of the Emulator's waits. Each question to the cluster is also
 // bounded by EmulationConfig.AskTimeout, but no request or answer waits for
 // one longer than its own bound: the question goes on without it.
@@ -102,6 +106,12 @@ const (
 	// verifyEvery rate-limits the DescribeQuorum that verifies the cluster
 	// keeps a metadata log, while it has not answered.
 	verifyEvery = time.Second
+	// committedRetryMin and committedRetryMax bound the pause before the
+	// committed offset is asked again after a failed answer (a broker
+	// that crashed, a quorum without a leader); it doubles from one to
+	// the other, within the question's AskTimeout.
+	committedRetryMin = 20 * time.Millisecond
+	committedRetryMax = 500 * time.Millisecond
 	// stopEvery is how often a wait looks whether its connection died or
 	// its write deadline moved (kgo moves it to cancel a write).
 	stopEvery = 50 * time.Millisecond

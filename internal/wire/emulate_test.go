@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +30,7 @@ type scriptedOracle struct {
 	err        error
 	hung       map[string]bool // brokers whose ApiVersions never answer
 	hungQuorum bool            // DescribeQuorum never answers
+	failQuorum int             // the next DescribeQuorums that fail
 	cluster    string          // the cluster Applied answers for; "" means "c"
 	asked      atomic.Int64    // Applied questions
 	quorum     atomic.Int64    // Committed questions
@@ -45,6 +47,10 @@ func (o *scriptedOracle) Committed(ctx context.Context) (consistency.Token, erro
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.failQuorum > 0 {
+		o.failQuorum--
+		return consistency.Token{}, errors.New("DescribeQuorum: dial tcp 127.0.0.1:1: connect: connection refused")
+	}
 	return o.committed, o.err
 }
 
@@ -90,7 +96,9 @@ func newTestEmulator(t *testing.T, o *scriptedOracle, mod func(*EmulationConfig)
 	e, err := NewEmulator(cfg)
 	require.NoError(t, err)
 	t.Cleanup(e.Close)
-	e.learnCommitted(t.Context())
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	e.learnCommitted(ctx)
 	require.True(t, e.verified.Load() || o.err != nil)
 	return e, store, &offs
 }
@@ -206,7 +214,7 @@ func TestEmulatorHungQuestions(t *testing.T) {
 
 		// A metadata write's answer: the committed offset is asked and
 		// never comes; the answer goes to kgo after LearnMaxWait, or at
-		// its read deadline.
+		// its read deadline, and the write is owed.
 		created := &answer{key: int16(kmsg.CreateTopics), flexible: true, resp: kmsg.NewPtrCreateTopicsResponse()}
 		start = time.Now()
 		e.afterRead(ok, created)
@@ -215,6 +223,7 @@ func TestEmulatorHungQuestions(t *testing.T) {
 		start = time.Now()
 		e.afterRead(ok, created)
 		require.Equal(t, 300*time.Millisecond, time.Since(start))
+		require.EqualValues(t, 2, e.Stats().Unlearnt)
 
 		// Another client's metadata read on a sound broker: not held.
 		o.set(func(o *scriptedOracle) { o.applied["ok"] = 60 })
@@ -222,7 +231,94 @@ func TestEmulatorHungQuestions(t *testing.T) {
 		e.afterRead(ok, &answer{key: metadataKey, flexible: true, resp: kmsg.NewPtrMetadataResponse()})
 		require.Zero(t, time.Since(start))
 		require.Equal(t, consistency.MustOf("c", 60), store.Load())
-		require.LessOrEqual(t, o.quorum.Load(), int64(3), "DescribeQuorum is asked one at a time")
+		require.LessOrEqual(t, o.quorum.Load(), int64(4), "DescribeQuorum is asked one at a time")
+	})
+}
+
+// TestEmulatorWriteThroughFailedQuestions: DescribeQuorums that fail (a
+// crashed broker, a quorum electing a leader) are asked again; the
+// answer to a metadata write reaches kgo only once the committed offset
+// read after it is in the store. On the code before, one failed
+// DescribeQuorum let the answer go with the store below the write.
+func TestEmulatorWriteThroughFailedQuestions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{applied: map[string]int64{"ok": 50}, committed: consistency.MustOf("c", 50)}
+		unlearnt := 0
+		e, store, _ := newTestEmulator(t, o, func(c *EmulationConfig) { c.OnWriteUnlearnt = func() { unlearnt++ } })
+		o.set(func(o *scriptedOracle) { o.failQuorum, o.committed = 3, consistency.MustOf("c", 60) })
+		created := &answer{key: int16(kmsg.CreateTopics), flexible: true, resp: kmsg.NewPtrCreateTopicsResponse(),
+			deadline: time.Now().Add(5 * time.Second)}
+		start := time.Now()
+		e.afterRead(e.view("ok"), created)
+		require.Equal(t, committedRetryMin+2*committedRetryMin+4*committedRetryMin, time.Since(start), "three failures, three growing pauses")
+		require.Equal(t, consistency.MustOf("c", 60), store.Load(), "the write's offset is in the store before its answer goes on")
+		require.Zero(t, unlearnt)
+		require.Zero(t, e.Stats().Unlearnt)
+	})
+}
+
+// TestEmulatorOwedWrite: a metadata write whose read deadline ends before
+// its offset is learnt is owed: OnWriteUnlearnt is told once, and every
+// later request but the handshake waits until a committed offset read
+// after the write is in the store, then for its broker to apply it; while
+// it stays owed, a read fails (retriably) at its bound and a produce goes
+// out after the data bound.
+func TestEmulatorOwedWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{applied: map[string]int64{"ok": 50}, committed: consistency.MustOf("c", 50)}
+		unlearnt := 0
+		logs := &warnings{}
+		e, store, _ := newTestEmulator(t, o, func(c *EmulationConfig) {
+			c.OnWriteUnlearnt = func() { unlearnt++ }
+			c.Logger = logs
+		})
+		ok := e.view("ok")
+		o.set(func(o *scriptedOracle) { o.hungQuorum = true })
+		created := &answer{key: int16(kmsg.CreateTopics), flexible: true, resp: kmsg.NewPtrCreateTopicsResponse(),
+			deadline: time.Now().Add(300 * time.Millisecond)}
+		e.afterRead(ok, created)
+		require.Equal(t, 1, unlearnt)
+		require.EqualValues(t, 1, e.Stats().Unlearnt)
+		require.Equal(t, 1, logs.count("before its offset was learnt"))
+
+		// The handshake is never held.
+		start := time.Now()
+		_, err := e.beforeWrite(ok, apiVersionsKey, store.Load(), time.Time{}, noStop)
+		require.NoError(t, err)
+		require.Zero(t, time.Since(start))
+
+		// The quorum answers again 2s later (the hung question ends at
+		// AskTimeout, 5s after it began) with the write at 70; a read
+		// waits for it, then for its broker to apply 70.
+		go func() {
+			time.Sleep(2 * time.Second)
+			o.set(func(o *scriptedOracle) {
+				o.hungQuorum, o.committed, o.applied["ok"] = false, consistency.MustOf("c", 70), 70
+			})
+		}()
+		start = time.Now()
+		waited, err := e.beforeWrite(ok, metadataKey, store.Load(), time.Time{}, noStop)
+		require.NoError(t, err)
+		require.True(t, waited)
+		require.Equal(t, consistency.MustOf("c", 70), store.Load())
+		require.GreaterOrEqual(t, ok.applied.Load(), int64(70), "the broker was waited for with the new token")
+		require.Less(t, time.Since(start), e.cfg.MaxWait)
+		require.Zero(t, e.owed.Load())
+
+		// Owed again, and the quorum stays silent: a read fails at its
+		// bound, a produce goes out after the data bound.
+		o.set(func(o *scriptedOracle) { o.hungQuorum = true })
+		created.deadline = time.Now().Add(100 * time.Millisecond)
+		e.afterRead(ok, created)
+		require.Equal(t, 2, unlearnt)
+		start = time.Now()
+		_, err = e.beforeWrite(ok, metadataKey, store.Load(), time.Time{}, noStop)
+		require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+		require.Equal(t, e.cfg.MaxWait, time.Since(start))
+		start = time.Now()
+		_, err = e.beforeWrite(ok, produceKey, store.Load(), time.Time{}, noStop)
+		require.NoError(t, err)
+		require.Equal(t, dataMaxWait, time.Since(start))
 	})
 }
 
@@ -262,6 +358,19 @@ type warnings struct {
 }
 
 func (*warnings) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+// count returns how many warnings contain text.
+func (w *warnings) count(text string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, m := range w.msgs {
+		if strings.Contains(m, text) {
+			n++
+		}
+	}
+	return n
+}
 
 func (w *warnings) Log(level kgo.LogLevel, msg string, _ ...any) {
 	if level <= kgo.LogLevelWarn {
@@ -340,6 +449,9 @@ func TestEmulatorLearnsCommittedOffset(t *testing.T) {
 		require.True(t, e.Off(), "DescribeQuorum refused by ACLs turns the emulation off")
 		require.Len(t, *offs, 1)
 		require.ErrorIs(t, (*offs)[0], kerr.ClusterAuthorizationFailed)
+		require.ErrorIs(t, (*offs)[0], ErrEmulationUnsupported)
+		require.ErrorContains(t, (*offs)[0], "the principal lacks DESCRIBE on CLUSTER")
+		require.ErrorContains(t, (*offs)[0], "--operation Describe --cluster")
 		e.learnCommitted(t.Context())
 		require.Len(t, *offs, 1, "one event, not one per write")
 	})
@@ -384,4 +496,46 @@ func TestEmulatorHoldsOnlyWhereBrokersSendNoTokens(t *testing.T) {
 		require.False(t, e.holds(a, metadataKey, true), "an answer with a token of its own")
 		require.False(t, e.holds(a, produceKey, false), "a produce answer teaches nothing")
 	})
+}
+
+// TestClusterCheckOffSaidOnce: with the cluster check on, the first broker
+// that accepts an ApiVersions older than v5 (Kafka before 4.4) is reported
+// once, logged and told to OnClusterCheckOff; v5 answers, refused
+// handshakes (UNSUPPORTED_VERSION before kgo retries lower) and a factory
+// with the check off say nothing.
+func TestClusterCheckOffSaidOnce(t *testing.T) {
+	body := func(version, code int16) []byte {
+		r := kmsg.NewPtrApiVersionsResponse()
+		r.SetVersion(version)
+		r.ErrorCode = code
+		r.FinalizedFeaturesEpoch = 7
+		return r.AppendTo(nil)
+	}
+	o := &scriptedOracle{applied: map[string]int64{}, committed: consistency.MustOf("c", 5)}
+	for _, check := range []bool{true, false} {
+		var offs []error
+		logs := &warnings{}
+		e, _, _ := newTestEmulator(t, o, func(c *EmulationConfig) {
+			c.ClusterCheck, c.Logger = check, logs
+			c.OnClusterCheckOff = func(err error) { offs = append(offs, err) }
+		})
+		v := e.view("b1:9092")
+		e.afterRead(v, &answer{key: apiVersionsKey, version: 5, apiVersions: body(5, 0)})
+		e.afterRead(v, &answer{key: apiVersionsKey, version: 5, apiVersions: body(0, int16(kerr.UnsupportedVersion.Code))})
+		require.Empty(t, offs)
+		for range 3 {
+			e.afterRead(v, &answer{key: apiVersionsKey, version: 4, apiVersions: body(4, 0)})
+			e.afterRead(e.view("b2:9092"), &answer{key: apiVersionsKey, version: 3, apiVersions: body(3, 0)})
+		}
+		require.EqualValues(t, 7, v.applied.Load(), "the answer is still read for its epoch")
+		if !check {
+			require.Empty(t, offs)
+			require.Zero(t, logs.count("KIP-1242"))
+			continue
+		}
+		require.Len(t, offs, 1)
+		require.ErrorIs(t, offs[0], ErrClusterCheckUnsupported)
+		require.ErrorContains(t, offs[0], "broker b1:9092 answers ApiVersions up to v4; KIP-1242 needs v5")
+		require.Equal(t, 1, logs.count("KIP-1242 cluster check is off"))
+	}
 }

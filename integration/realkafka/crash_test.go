@@ -1,0 +1,185 @@
+package realkafka
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kconsist/kconsist/factory"
+	"github.com/kconsist/kconsist/integration/kafkatest"
+	"github.com/kconsist/kconsist/internal/session"
+	"github.com/kconsist/kconsist/internal/testkit"
+	"github.com/kconsist/kconsist/producer"
+)
+
+// TestWritesThroughLeaderCrash kills the KRaft quorum leader of three
+// nodes with SIGKILL, then creates topics through a factory while the
+// dead node is still listed in Metadata (until it is fenced, 9 s, Kafka's
+// default broker.session.timeout.ms) and the quorum elects a new leader.
+// After every create's answer the factory's token must cover the write:
+// at least the committed high watermark read from a live node before the
+// create was sent (the write's records come after it); and every live
+// node, asked at once through the factory, must list the topic.
+//
+// Metadata names a random unfenced broker as controller, the dead one
+// included; on the code before, the committed offset was asked of that
+// broker only, so about one create in three came back with a token below
+// its write. It runs on each release of kafkatest.MatrixVersions.
+func TestWritesThroughLeaderCrash(t *testing.T) {
+	for _, v := range matrixVersions(t) {
+		t.Run(v, func(t *testing.T) { writesThroughLeaderCrash(t, v) })
+	}
+}
+
+func writesThroughLeaderCrash(t *testing.T, version string) {
+	c := kafkatest.Start(t, kafkatest.Nodes(3), kafkatest.Version(version), kafkatest.BrokerConfig("broker.session.timeout.ms", "9000"))
+	ctx := testkit.CtxFor(t, 3*time.Minute)
+	ev := &events{}
+	f, err := factory.New(factory.BootstrapServers(c.BootstrapAddrs()...), factory.ClientID("crash"), factory.WithObserver(ev))
+	require.NoError(t, err)
+	defer f.Close(context.Background())
+	fadm, err := f.Admin()
+	require.NoError(t, err)
+	defer fadm.Close(context.Background())
+	fkgo, err := f.KgoClient()
+	require.NoError(t, err)
+	defer fkgo.Close()
+	plain := plainClient(t, c, kgo.RequestRetries(0))
+
+	// Healthy first: the emulation is verified and tokens flow.
+	require.NoError(t, createTopic3(ctx, fadm, "crash-warm"))
+	require.Positive(t, f.Token().Offset())
+	created, err := fadm.CreateTopic(ctx, 6, 3, nil, "crash-data")
+	require.NoError(t, err)
+	require.NoError(t, created.Err)
+	fprod, err := factory.NewProducer(f, producer.String(), producer.String())
+	require.NoError(t, err)
+	defer closeProducer(fprod)
+	pprod := plainClient(t, c, kgo.DefaultProduceTopic("crash-data"))
+	// Both send one record at a time, round the partitions, from the kill
+	// until 20 s after it (acks=all waits for the dead replica until it is
+	// fenced and leaves the ISR, 9 s): acknowledged records are counted,
+	// each call bounded by 3 s.
+	window, stopProducing := context.WithCancel(ctx)
+	var fAcked, pAcked atomic.Int64
+	var producers sync.WaitGroup
+	produceLoop := func(acked *atomic.Int64, send func(context.Context, string) error) {
+		defer producers.Done()
+		for i := 0; window.Err() == nil; i++ {
+			pctx, cancel := context.WithTimeout(window, 3*time.Second)
+			if send(pctx, fmt.Sprintf("k%d", i)) == nil {
+				acked.Add(1)
+			}
+			cancel()
+		}
+	}
+	producers.Add(2)
+	go produceLoop(&fAcked, func(ctx context.Context, key string) error {
+		_, err := fprod.Produce(ctx, producer.Record[string, string]{Topic: "crash-data", Key: key, Value: key})
+		return err
+	})
+	go produceLoop(&pAcked, func(ctx context.Context, key string) error {
+		return pprod.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: []byte(key)}).FirstErr()
+	})
+
+	leader := quorumLeader(ctx, t, plain, c.NodeIDs())
+	require.NoError(t, c.Kill(leader))
+	killed := time.Now()
+	live := slices.DeleteFunc(c.NodeIDs(), func(id int32) bool { return id == leader })
+	t.Logf("Kafka %s: killed the quorum leader, node %d; live %v", version, leader, live)
+
+	var creates, below, stale int
+	var longest time.Duration
+	for i := 0; time.Since(killed) < 8*time.Second; i++ {
+		before := committedOn(ctx, t, plain, live)
+		topic := fmt.Sprintf("crash-%d", i)
+		start := time.Now()
+		created, err := fadm.CreateTopic(ctx, 1, 2, nil, topic)
+		if err == nil {
+			err = created.Err
+		}
+		took := time.Since(start)
+		require.NoError(t, err, "%s", topic)
+		longest = max(longest, took)
+		creates++
+		if tok := f.Token(); tok.Offset() < before {
+			below++
+			t.Errorf("%s: answered %v after the kill with token %v, below the high watermark %d read before it was sent", topic, time.Since(killed).Round(time.Millisecond), tok, before)
+		}
+		for _, id := range live {
+			known, _, err := topicOn(ctx, fkgo, id, topic)
+			require.NoError(t, err, "%s: Metadata from node %d", topic, id)
+			if !known {
+				stale++
+				t.Errorf("%s: node %d does not list the topic the factory just created", topic, id)
+			}
+		}
+	}
+	select {
+	case <-time.After(time.Until(killed.Add(20 * time.Second))):
+	case <-ctx.Done():
+	}
+	stopProducing()
+	producers.Wait()
+	t.Logf("Kafka %s: %d creates in the 8 s after the kill: %d answered with a token below the write, %d stale reads; longest create %v; events %v",
+		version, creates, below, stale, longest.Round(time.Millisecond), ev.kinds())
+	t.Logf("Kafka %s: records acknowledged in the 20 s after the kill, one at a time: factory %d, plain kgo %d (%.2f)",
+		version, fAcked.Load(), pAcked.Load(), float64(fAcked.Load())/float64(max(pAcked.Load(), 1)))
+	require.GreaterOrEqual(t, creates, 5, "too few creates to show anything")
+	require.Zero(t, below)
+	require.Zero(t, stale)
+}
+
+// quorumLeader returns the leader of the KRaft quorum, asked of the nodes
+// ids in turn until one answers.
+func quorumLeader(ctx context.Context, t *testing.T, cl *kgo.Client, ids []int32) int32 {
+	t.Helper()
+	var last error
+	for range 50 {
+		for _, id := range ids {
+			req := kmsg.NewPtrDescribeQuorumRequest()
+			rt := kmsg.NewDescribeQuorumRequestTopic()
+			rt.Topic = "__cluster_metadata"
+			rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
+			if err == nil && len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 && resp.Topics[0].Partitions[0].LeaderID >= 0 {
+				return resp.Topics[0].Partitions[0].LeaderID
+			}
+			last = err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no node named the quorum leader: %v", last)
+	return -1
+}
+
+// committedOn returns the committed high watermark of the metadata log,
+// asked of the live nodes in turn until one answers (while the quorum
+// elects a new leader none does).
+func committedOn(ctx context.Context, t *testing.T, cl *kgo.Client, live []int32) int64 {
+	t.Helper()
+	var last error
+	for range 200 {
+		for _, id := range live {
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			hwm, err := session.QuorumHighWatermark(qctx, cl.Broker(int(id)))
+			cancel()
+			if err == nil {
+				return hwm
+			}
+			last = err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no live node answered DescribeQuorum: %v", last)
+	return -1
+}
