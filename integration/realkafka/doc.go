@@ -25,6 +25,11 @@
 //   - TestReadYourWritesOnKafka makes metadata writes on three nodes and
 //     reads each back at once from every broker: the factory's answers must
 //     all show the write; plain franz-go's stale ones are counted.
+//   - TestWritesThroughLeaderCrash kills the KRaft quorum leader (SIGKILL)
+//     and creates topics while it is still listed: every create's token
+//     covers the write and every live node lists the topic; a factory and
+//     a plain producer's acknowledged records in the 20 s after the kill
+//     are logged. On every release of kafkatest.MatrixVersions.
 //   - TestCheckerOnKafka runs the read-your-writes and monotonic-reads
 //     checker (integration/checker) on three nodes: factory clients (tokens
 //     emulated from KRaft offsets) must break no rule; plain kgo's count in

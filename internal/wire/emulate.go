@@ -38,7 +38,11 @@ import (
 //   - After a response to a request that writes metadata (writesMetadata),
 //     it asks the Oracle for the committed offset and advances the store to
 //     it before kgo sees the response: the caller cannot send its next
-//     request before its write is in the token.
+//     request before its write is in the token. The Oracle asks every
+//     broker in turn, and a failed answer is asked again, within the
+//     answer's hold (LearnMaxWait). A write whose offset is not learnt by
+//     then is owed: every later request waits, within its own bound, until
+//     a committed offset read after it is in the store (owe).
 //   - After a response to a request that reads metadata (readsMetadata), it
 //     asks the answering broker how far it has applied, and advances the
 //     store to that, also before kgo sees the response. The broker applied
