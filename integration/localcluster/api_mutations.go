@@ -66,9 +66,16 @@ func handleMutation(rec recorder, complete completer) handler {
 				complete(c, resp)
 			}
 			x.done() // the write is in the log: the next mutation may go
-			if token >= 0 {
-				cn.awaitOwnWrite(x, resp, token)
+			if token < 0 {
+				return -1
 			}
+			if !c.readsTokens() || c.cfg.writesAtCommit {
+				// Kafka 4.4 answers once the controller committed
+				// (its header carries no token); WritesAtCommit too,
+				// with the commit offset.
+				return token
+			}
+			cn.awaitOwnWrite(x, resp, token)
 			return -1 // the broker's applied offset, at or above the write
 		}
 		return frame, nil

@@ -344,6 +344,9 @@ func TestOptionErrors(t *testing.T) {
 		{InconsistentMetadataCode(5), "InconsistentMetadataCode(5)"},
 		{Logger(nil), "Logger(nil)"},
 		{SeedTopics(0, "x"), "SeedTopics(0"},
+		{BehindAnswer(7), "BehindAnswer(Behind(7))"},
+		{InconsistentTokenIs(-1), "InconsistentTokenIs(InconsistentToken(-1))"},
+		{WriteAnswers(5), "WriteAnswers(5)"},
 	} {
 		_, err := New(Brokers(1), tc.opt)
 		require.ErrorContains(t, err, tc.want)

@@ -18,7 +18,10 @@
 //     the log, and answered once the answering broker has applied the
 //     commit, with that broker's applied offset in the header; if it has
 //     not within [WaitMax] and the request's own timeout, each resource is
-//     answered REQUEST_TIMED_OUT. A created topic is answered, as by Kafka,
+//     answered REQUEST_TIMED_OUT. [WriteAnswers](WritesAtCommit) answers at
+//     commit with the commit offset instead (a broker whose tokens go
+//     back down), as Native(false) does with no token. A created topic is
+//     answered, as by Kafka,
 //     with all its configs and their sources (kfake: only those set, with
 //     no source, or null).
 //   - broker.go: each broker applies the log after its lag ([Lag],

@@ -239,3 +239,18 @@ func TestWriteNotAppliedInTimeIsTimedOut(t *testing.T) {
 	require.Less(t, st.Token, c.LogEnd(), "the write is committed")
 	require.Equal(t, int64(1), c.Stats().WriteTimeouts)
 }
+
+// WritesAtCommit: a write is answered at once with the commit offset,
+// which the answering broker may not have applied; its next answer's token
+// is lower (the variant a client must survive).
+func TestWritesAtCommitVariant(t *testing.T) {
+	c := newCluster(t, Brokers(3), WriteAnswers(WritesAtCommit), WaitMax(time.Hour))
+	require.NoError(t, c.PauseApply(2))
+	defer c.ResumeApply(2)
+	r := dialRaw(t, c.Addrs()[2])
+	resp, st := r.do(createTopicsReq(1, nil, "fast"), nil)
+	require.Zero(t, resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode)
+	require.Equal(t, c.LogEnd(), st.Token, "the commit offset")
+	_, next := r.do(metadataReq(), nil)
+	require.Less(t, next.Token, st.Token, "the broker's next token is lower")
+}

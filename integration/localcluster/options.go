@@ -21,6 +21,7 @@ type config struct {
 	errorMode        bool
 	behind           Behind            // how a broker that cannot wait says it is behind
 	inconsistentTok  InconsistentToken // the header token of an INCONSISTENT_METADATA answer
+	writesAtCommit   bool              // WriteAnswers(WritesAtCommit)
 	tokensOff        bool              // Native(false); the zero config is native
 	noFeaturesEpoch  bool              // FeaturesEpoch(false)
 	quorumRefused    bool              // DescribeQuorumAllowed(false)
@@ -214,6 +215,40 @@ func (t InconsistentToken) String() string {
 		return "fetched"
 	}
 	return fmt.Sprintf("InconsistentToken(%d)", int8(t))
+}
+
+// WriteAnswer is when a broker answers a metadata write (CreateTopics,
+// DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs)
+// that the controller committed, and with which header token.
+type WriteAnswer int8
+
+const (
+	// WritesAfterOwnApply answers once the answering broker has applied
+	// the write, with its own applied offset (at or above the write): its
+	// tokens never decrease. Past WaitMax or the request's own timeout, the
+	// write is answered REQUEST_TIMED_OUT with the broker's offset. The
+	// default.
+	WritesAfterOwnApply WriteAnswer = iota
+	// WritesAtCommit answers as soon as the write is committed, with the
+	// commit offset, which the answering broker may not have applied: its
+	// next answer's token can be lower. Clients must not need a broker's
+	// tokens to rise; this variant checks that they do not. It also keeps
+	// writes as fast as on Kafka 4.4, where a lagging broker is felt by
+	// reads only.
+	WritesAtCommit
+)
+
+// WriteAnswers sets when metadata writes are answered (default
+// WritesAfterOwnApply). Native(false) clusters answer at commit whatever
+// the setting, with no token, as Kafka 4.4 does.
+func WriteAnswers(w WriteAnswer) Opt {
+	return func(c *config) {
+		if w != WritesAfterOwnApply && w != WritesAtCommit {
+			c.errs = append(c.errs, fmt.Errorf("WriteAnswers(%d): want WritesAfterOwnApply or WritesAtCommit", w))
+			return
+		}
+		c.writesAtCommit = w == WritesAtCommit
+	}
 }
 
 // InconsistentTokenIs sets the header token of INCONSISTENT_METADATA
