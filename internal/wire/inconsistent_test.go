@@ -118,13 +118,18 @@ func TestLargeAnswersAreNotScanned(t *testing.T) {
 	sendRequests(t, c, req)
 	frame := respFrame(0, stateTags("abc", 100), big)
 	m.in, m.chunk = frame, 7
+	// Passed on as it arrives, a few bytes at a time; a held frame's body
+	// would come out whole (up to the buffer) once read to its end. The
+	// header's bytes pass as they come either way.
 	buf := make([]byte, 4096)
-	n, err := c.Read(buf)
-	if err != nil || n == 0 {
-		t.Fatalf("read %d, %v", n, err)
-	}
-	if c.r.holding {
-		t.Fatal("a large answer was held")
+	for k := range 20 {
+		n, err := c.Read(buf)
+		if err != nil || n == 0 {
+			t.Fatalf("read %d: %d, %v", k, n, err)
+		}
+		if n >= 64 {
+			t.Fatalf("read %d gave %d bytes: the large answer was held", k, n)
+		}
 	}
 }
 
