@@ -136,7 +136,9 @@ func TestWaitAppliedTimeout(t *testing.T) {
 		{"kafka44", []localcluster.Opt{localcluster.Native(false)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lc := waitCluster(t, append(tc.opts, localcluster.BrokerLag(2, time.Hour))...)
+			// Broker 2, kfake's controller, answers the create: at commit,
+			// or it would wait the hour for its own apply.
+			lc := waitCluster(t, append(tc.opts, localcluster.BrokerLag(2, time.Hour), localcluster.WriteAnswers(localcluster.WritesAtCommit))...)
 			f := waitFactory(t, lc)
 			before, err := lc.AppliedOffset(2)
 			require.NoError(t, err)

@@ -102,7 +102,8 @@ func TestModes(t *testing.T) {
 	for _, tc := range cases {
 		name := fmt.Sprintf("%s/native=%v", tc.mode, tc.native)
 		t.Run(name, func(t *testing.T) {
-			c, err := localcluster.New(localcluster.Brokers(3), localcluster.BrokerLag(2, 300*time.Millisecond), localcluster.Native(tc.native))
+			c, err := localcluster.New(localcluster.Brokers(3), localcluster.BrokerLag(2, 300*time.Millisecond), localcluster.Native(tc.native),
+				localcluster.WriteAnswers(localcluster.WritesAtCommit)) // broker 2 answers writes: at commit
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
 			ctx := testkit.CtxFor(t, 30*time.Second)

@@ -25,7 +25,11 @@ const lag = 500 * time.Millisecond
 
 func newCluster(t *testing.T, opts ...localcluster.Opt) *localcluster.Cluster {
 	t.Helper()
-	c, err := localcluster.New(append([]localcluster.Opt{localcluster.Brokers(3), localcluster.Lag(lag)}, opts...)...)
+	// Writes answered at commit, while every broker still lags (the
+	// stale reads these tests are about); fidelity_test.go runs the
+	// default, answers after the answering broker applied the write.
+	c, err := localcluster.New(append([]localcluster.Opt{localcluster.Brokers(3), localcluster.Lag(lag),
+		localcluster.WriteAnswers(localcluster.WritesAtCommit)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c

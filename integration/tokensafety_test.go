@@ -230,7 +230,8 @@ func TestRestoredClusterHeals(t *testing.T) {
 func TestProduceToBrokerStuckBehindIsBounded(t *testing.T) {
 	for _, native := range []bool{true, false} {
 		t.Run(fmt.Sprintf("native=%v", native), func(t *testing.T) {
-			c, err := localcluster.New(localcluster.Brokers(3), localcluster.Native(native), localcluster.WaitMax(200*time.Millisecond))
+			c, err := localcluster.New(localcluster.Brokers(3), localcluster.Native(native), localcluster.WaitMax(200*time.Millisecond),
+				localcluster.WriteAnswers(localcluster.WritesAtCommit)) // writes answered while brokers are paused
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
 			ctx := testkit.CtxFor(t, 30*time.Second)
@@ -279,7 +280,8 @@ func TestProduceToBrokerStuckBehindIsBounded(t *testing.T) {
 // behind the token, KIP-1243 waits of 30s). Calls return within 100ms of
 // their context's end all the same.
 func TestCancellationWhileBrokersHold(t *testing.T) {
-	c, err := localcluster.New(localcluster.Brokers(3), localcluster.WaitMax(30*time.Second))
+	c, err := localcluster.New(localcluster.Brokers(3), localcluster.WaitMax(30*time.Second),
+		localcluster.WriteAnswers(localcluster.WritesAtCommit)) // writes answered while brokers are paused
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	ctx := testkit.CtxFor(t, 60*time.Second)

@@ -252,7 +252,9 @@ func TestExitStatuses(t *testing.T) {
 // TestExitTimeout: a broker that stays behind makes --wait end with exit
 // status 3 at --timeout, naming it; progress shows on stderr meanwhile.
 func TestExitTimeout(t *testing.T) {
-	lc := newCluster(t, localcluster.BrokerLag(2, time.Hour))
+	// Broker 2, kfake's controller, answers the create: at commit, or it
+	// would wait the hour for its own apply.
+	lc := newCluster(t, localcluster.BrokerLag(2, time.Hour), localcluster.WriteAnswers(localcluster.WritesAtCommit))
 	r := kc("", "-b", bootstrap(lc), "--timeout", "2500ms", "topic", "create", "slow", "--wait")
 	require.Equal(t, exitTimeout, r.code, r)
 	require.Contains(t, r.stderr, "1 of 3 brokers had not applied token "+clusterID+"@", r)

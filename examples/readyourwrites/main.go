@@ -184,7 +184,10 @@ func randomPrefix() string {
 func runEmbedded(ctx context.Context, s settings, out io.Writer) error {
 	lc, err := localcluster.New(localcluster.Brokers(3),
 		localcluster.BrokerLag(1, s.lag), localcluster.BrokerLag(2, s.lag),
-		localcluster.ErrorMode(s.errorMode), localcluster.Native(s.native))
+		localcluster.ErrorMode(s.errorMode), localcluster.Native(s.native),
+		// Writes answered at commit, as on Kafka 4.4: a lagging broker is
+		// felt by reads, which is what this example shows.
+		localcluster.WriteAnswers(localcluster.WritesAtCommit))
 	if err != nil {
 		return fmt.Errorf("start the local cluster: %w", err)
 	}

@@ -74,7 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(*lag))
+	// Writes answered at commit: the lag is felt by B's reads, not A's create.
+	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(*lag), localcluster.WriteAnswers(localcluster.WritesAtCommit))
 	if err != nil {
 		return err
 	}

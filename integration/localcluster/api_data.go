@@ -54,7 +54,7 @@ func handleProduce(cn *conn, x *exchange, frame []byte) ([]byte, error) {
 	if frame == nil { // every partition is unknown: answer here
 		resp := req.ResponseKind().(*kmsg.ProduceResponse)
 		addProduceErrors(resp, unknown, kerr.UnknownTopicOrPartition.Code)
-		x.local = cn.localFrame(x, resp, cn.b.appliedOffset())
+		cn.answerLocal(x, resp, -1)
 		return nil, nil
 	}
 	x.post = func(r kmsg.Response) int64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"reflect"
 	"sort"
 	"time"
 
@@ -12,9 +13,11 @@ import (
 )
 
 // Rule of metadata mutations: a mutation that kfake carries out is committed
-// to the metadata log as the records KRaft writes for it, and its response
-// header carries the commit offset, so the client that made the change can
-// ask every broker to have seen it. Mutations are serialized through the
+// to the metadata log as the records KRaft writes for it, and it is answered
+// once the answering broker has applied it, with that broker's applied
+// offset in the header (see awaitOwnWrite): at or above the commit offset,
+// so the client that made the change can ask every broker to have seen it,
+// and never below an earlier answer of the same broker. Mutations are serialized through the
 // cluster's mutation lock from forwarding to commit, so the log orders them
 // as kfake applied them.
 
@@ -62,9 +65,67 @@ func handleMutation(rec recorder, complete completer) handler {
 			if complete != nil {
 				complete(c, resp)
 			}
-			return token
+			x.done() // the write is in the log: the next mutation may go
+			if token < 0 {
+				return -1
+			}
+			if !c.readsTokens() || c.cfg.writesAtCommit {
+				// Kafka 4.4 answers once the controller committed
+				// (its header carries no token); WritesAtCommit too,
+				// with the commit offset.
+				return token
+			}
+			cn.awaitOwnWrite(x, resp, token)
+			return -1 // the broker's applied offset, at or above the write
 		}
 		return frame, nil
+	}
+}
+
+// awaitOwnWrite holds the answer to a committed write until the answering
+// broker has applied it (offset token), so the answer's header carries
+// that broker's own latest offset, at or above the write: KIP-1243, "After
+// handling a request, Kafka servers will include their latest cluster
+// metadata offset in the ResponseHeader". The controller's commit offset
+// would be above what this broker applied, and its next answer's token
+// would be lower. The wait is bounded by WaitMax and the request's own
+// timeout; when the bound ends first, each resource the write succeeded on
+// is answered REQUEST_TIMED_OUT, the API's own timeout error, never success
+// with a token below the write.
+func (cn *conn) awaitOwnWrite(x *exchange, resp kmsg.Response, token int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), cn.holdBound(x))
+	ok := cn.b.waitApplied(ctx, token, cn.done)
+	cancel()
+	if ok {
+		return
+	}
+	cn.b.c.stats.writeTimeouts.Add(1)
+	cn.b.c.cfg.logger.Warn("localcluster: write committed but not applied by the answering broker in time; answering REQUEST_TIMED_OUT",
+		"node", cn.b.node, "request", kmsg.NameForKey(x.key), "offset", token, "applied", cn.b.appliedOffset())
+	markTimedOut(resp)
+}
+
+// markTimedOut sets REQUEST_TIMED_OUT on every entry of the response's
+// top-level lists (topics, resources) that has no error.
+func markTimedOut(resp kmsg.Response) {
+	v := reflect.ValueOf(resp).Elem()
+	msg := "the answering broker had not applied the write within the request's timeout"
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		if f.Kind() != reflect.Slice || f.Type().Elem().Kind() != reflect.Struct {
+			continue
+		}
+		for k := 0; k < f.Len(); k++ {
+			e := f.Index(k)
+			code := e.FieldByName("ErrorCode")
+			if !code.IsValid() || code.Kind() != reflect.Int16 || code.Int() != 0 {
+				continue
+			}
+			code.SetInt(int64(kerr.RequestTimedOut.Code))
+			if m := e.FieldByName("ErrorMessage"); m.IsValid() && m.Type() == reflect.TypeOf((*string)(nil)) {
+				m.Set(reflect.ValueOf(&msg))
+			}
+		}
 	}
 }
 

@@ -38,7 +38,7 @@ func handleDescribeQuorum(cn *conn, x *exchange, _ []byte) ([]byte, error) {
 		return nil, err
 	}
 	resp := cn.b.c.describeQuorum(r.(*kmsg.DescribeQuorumRequest), time.Now())
-	x.local = cn.localFrame(x, resp, cn.b.appliedOffset())
+	cn.answerLocal(x, resp, -1)
 	return nil, nil
 }
 

@@ -72,7 +72,10 @@ func (b *broker) applyThrough(end int64) {
 			b.c.cfg.logger.Error("localcluster: broker cannot apply metadata record", "node", b.node, "offset", o, "err", err)
 		}
 	}
-	b.imgMu.Unlock()
+	// The applied offset moves before the image is readable again: an
+	// answer rendered from the image (whose header carries the image's
+	// offset) is never followed by one whose applied offset is lower, so
+	// a broker's tokens never decrease. Lock order: imgMu, then mu.
 	b.mu.Lock()
 	if end > b.applied {
 		b.applied = end
@@ -80,6 +83,7 @@ func (b *broker) applyThrough(end int64) {
 		b.appliedCh = make(chan struct{})
 	}
 	b.mu.Unlock()
+	b.imgMu.Unlock()
 }
 
 // run is the applier. It ends when the cluster closes.

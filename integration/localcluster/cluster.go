@@ -381,10 +381,16 @@ func (c *Cluster) Repoint(node int32, other *Cluster, otherNode int32) error {
 
 // Stats counts what the gateways did.
 type Stats struct {
-	Connections         int64 // client connections accepted
-	Requests            int64 // requests read from clients
-	Waits               int64 // requests held for a token the broker had not applied
-	Inconsistent        int64 // requests answered INCONSISTENT_METADATA
+	Connections  int64 // client connections accepted
+	Requests     int64 // requests read from clients
+	Waits        int64 // requests held for a token the broker had not applied
+	Inconsistent int64 // requests answered INCONSISTENT_METADATA
+	// ClosedBehind counts connections closed instead of an answer to a
+	// request the broker was behind on (see BehindAnswer).
+	ClosedBehind int64
+	// WriteTimeouts counts metadata writes answered REQUEST_TIMED_OUT
+	// because the answering broker had not applied them in time.
+	WriteTimeouts       int64
 	ClusterIDMismatches int64 // connections closed for a foreign header cluster id
 	StaleAnswers        int64 // answers changed because the broker's image lags kfake
 	Commits             int64 // metadata batches committed
@@ -397,6 +403,7 @@ type Stats struct {
 
 type stats struct {
 	connections, requests, waits, inconsistent, mismatches, stale, commits, malformed, rebootstrap atomic.Int64
+	behindClosed, writeTimeouts                                                                    atomic.Int64
 }
 
 // Stats returns the counters of the cluster.
@@ -407,6 +414,8 @@ func (c *Cluster) Stats() Stats {
 		Requests:            s.requests.Load(),
 		Waits:               s.waits.Load(),
 		Inconsistent:        s.inconsistent.Load(),
+		ClosedBehind:        s.behindClosed.Load(),
+		WriteTimeouts:       s.writeTimeouts.Load(),
 		ClusterIDMismatches: s.mismatches.Load(),
 		StaleAnswers:        s.stale.Load(),
 		Commits:             s.commits.Load(),

@@ -99,11 +99,18 @@ func TestPlainClientsSeeStaleReads(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	altered, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: kmsg.StringPtr("2000")}}, "old")
+	// Sent to an up-to-date broker: a write is answered once the
+	// answering broker applied it, which the lagging one never does here.
+	iac := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	iacr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	iacr.ResourceType, iacr.ResourceName = kmsg.ConfigResourceTypeTopic, "old"
+	iacc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	iacc.Name, iacc.Value = "retention.ms", kmsg.StringPtr("2000")
+	iacr.Configs = append(iacr.Configs, iacc)
+	iac.Resources = append(iac.Resources, iacr)
+	altered, err := cl.Broker(1).Request(ctx, iac)
 	require.NoError(t, err)
-	for _, a := range altered {
-		require.NoError(t, a.Err, "AlterConfigs")
-	}
+	require.Zero(t, altered.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode, "AlterConfigs")
 	for _, node := range []int32{1, 2} {
 		require.NoError(t, c.WaitApplied(ctx, node, c.LogEnd()))
 	}
@@ -159,12 +166,14 @@ func TestPlainClientsSeeStaleReads(t *testing.T) {
 // A producer whose partition leader lags sees its records fail until the
 // leader applies the topic, and succeed after.
 func TestPlainProducerFailsOnLaggingLeader(t *testing.T) {
-	c := newCluster(t, Brokers(1))
+	c := newCluster(t, Brokers(1), WaitMax(200*time.Millisecond))
 	ctx := testkit.Ctx(t)
 	require.NoError(t, c.PauseApply(0))
 	adm := kadm.NewClient(newClient(t, c.Addrs()))
 	_, err := adm.CreateTopic(ctx, 1, 1, nil, "p")
-	require.NoError(t, err)
+	// Committed, but the only broker (which answers) has not applied it.
+	require.ErrorIs(t, err, kerr.RequestTimedOut)
+	require.Equal(t, int64(1), c.Stats().WriteTimeouts)
 
 	prod := newClient(t, c.Addrs(), kgo.DefaultProduceTopic("p"), kgo.RecordDeliveryTimeout(time.Second),
 		kgo.MetadataMinAge(10*time.Millisecond), kgo.RecordRetries(2))
@@ -335,6 +344,9 @@ func TestOptionErrors(t *testing.T) {
 		{InconsistentMetadataCode(5), "InconsistentMetadataCode(5)"},
 		{Logger(nil), "Logger(nil)"},
 		{SeedTopics(0, "x"), "SeedTopics(0"},
+		{BehindAnswer(7), "BehindAnswer(Behind(7))"},
+		{InconsistentTokenIs(-1), "InconsistentTokenIs(InconsistentToken(-1))"},
+		{WriteAnswers(5), "WriteAnswers(5)"},
 	} {
 		_, err := New(Brokers(1), tc.opt)
 		require.ErrorContains(t, err, tc.want)

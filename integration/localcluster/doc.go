@@ -15,9 +15,15 @@
 //
 //   - api_mutations.go: CreateTopics, DeleteTopics, CreatePartitions,
 //     AlterConfigs and IncrementalAlterConfigs that succeed are committed to
-//     the log; their response header carries the commit offset. A created
-//     topic is answered, as by Kafka, with all its configs and their
-//     sources (kfake: only those set, with no source, or null).
+//     the log, and answered once the answering broker has applied the
+//     commit, with that broker's applied offset in the header; if it has
+//     not within [WaitMax] and the request's own timeout, each resource is
+//     answered REQUEST_TIMED_OUT. [WriteAnswers](WritesAtCommit) answers at
+//     commit with the commit offset instead (a broker whose tokens go
+//     back down), as Native(false) does with no token. A created topic is
+//     answered, as by Kafka,
+//     with all its configs and their sources (kfake: only those set, with
+//     no source, or null).
 //   - broker.go: each broker applies the log after its lag ([Lag],
 //     [BrokerLag], [Cluster.SetLag]), whole batches at a time, unless
 //     paused ([Cluster.PauseApply]).
@@ -30,14 +36,20 @@
 //     as the Java client's Admin: empty (not null) eligible leader replica
 //     lists, and config synonyms only when asked for, the entry first.
 //   - gateway.go: every flexible response header carries tag 0 =
-//     {cluster id, applied offset} (ApiVersions, whose response header is
-//     v0, goes to kfake untouched, so kfake performs the KIP-1242 check).
-//     A request whose header token is above the broker's applied offset
-//     waits for it ([WaitMax]); in [ErrorMode], or when the wait runs
-//     out, it is answered INCONSISTENT_METADATA
-//     ([InconsistentMetadataCode], see inconsistent.go). A request whose
-//     header names another cluster closes the connection, and so does
-//     idleness ([IdleTimeout]).
+//     {cluster id, the broker's applied offset when the answer is written},
+//     so a broker's tokens never decrease (ApiVersions, whose response
+//     header is v0, goes to kfake untouched, so kfake performs the
+//     KIP-1242 check). A request whose header token is above the broker's
+//     applied offset is held for it, at most [WaitMax] or the request's own
+//     timeout if shorter; in [ErrorMode], or when the wait runs out, it is
+//     answered INCONSISTENT_METADATA ([InconsistentMetadataCode], see
+//     inconsistent.go, header token per [InconsistentTokenIs]), or its
+//     connection is closed where the answer has no error field (an
+//     all-topics Metadata before v13), no answer is sent (acks=0), or
+//     [BehindAnswer](BehindClose) says so. Nothing is executed or served
+//     from metadata older than the request's token. A request whose header
+//     names another cluster closes the connection, and so does idleness
+//     ([IdleTimeout]).
 //   - api_versions.go: ApiVersions v3+ answers carry, as on a KRaft broker,
 //     FinalizedFeaturesEpoch = the broker's applied offset and a finalized
 //     metadata.version, and advertise DescribeQuorum. Error answers and

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,9 @@ var (
 	errClusterIDCheck = errors.New("request names another cluster")
 	errCorrelation    = errors.New("response correlation id does not match the request")
 	errIdle           = errors.New("connection idle for longer than the idle timeout")
+	// errBehind ends a connection whose request the broker will not wait
+	// for and cannot answer INCONSISTENT_METADATA (see BehindAnswer).
+	errBehind = errors.New("broker behind the request's consistency token")
 )
 
 // gateway listens on its own loopback port in front of one kfake broker.
@@ -163,10 +167,19 @@ type exchange struct {
 	// flexible is whether the response header is v1, where the token goes.
 	// ApiVersions answers with header v0 at every version.
 	flexible bool
-	raw      bool   // forward the response byte for byte
-	local    []byte // the whole response frame, made by the gateway
-	body     []byte // the request body, after the header
-	req      kmsg.Request
+	raw      bool // forward the response byte for byte
+	// isLocal: the gateway answers with the body local and the header
+	// token localTok, or, when localTok is -1, the broker's applied offset
+	// at the time the answer is written (so a broker's tokens never
+	// decrease).
+	isLocal  bool
+	local    []byte
+	localTok int64
+	// closeConn: instead of an answer, the connection is closed once the
+	// answers before it are written (errBehind).
+	closeConn bool
+	body      []byte // the request body, after the header
+	req       kmsg.Request
 	// post rewrites the decoded response and returns the header token, or
 	// -1 for the broker's applied offset at the time of answering.
 	post    func(kmsg.Response) int64
@@ -322,6 +335,14 @@ func (cn *conn) readLoop() error {
 			return err
 		}
 		if err := cn.handle(frame); err != nil {
+			if errors.Is(err, errBehind) {
+				// The write loop closes the connection after the
+				// answers to the requests before this one.
+				select {
+				case <-cn.done:
+				case <-cn.b.c.done:
+				}
+			}
 			return err
 		}
 	}
@@ -360,8 +381,8 @@ func (cn *conn) handle(frame []byte) error {
 				"header_cluster_id", string(h.state.ClusterID), "cluster_id", c.cfg.clusterID)
 			return fmt.Errorf("%w: %q", errClusterIDCheck, h.state.ClusterID)
 		}
-		if h.state.Token > b.appliedOffset() {
-			answered, err := cn.awaitToken(x, h.state.Token)
+		if applied := b.appliedOffset(); h.state.Token > applied {
+			answered, err := cn.awaitToken(x, h.state.Token, applied)
 			if err != nil || answered {
 				return err
 			}
@@ -375,7 +396,7 @@ func (cn *conn) handle(frame []byte) error {
 			c.cfg.logger.Warn("localcluster: closing connection", "node", b.node, "request", kmsg.NameForKey(h.key), "err", err)
 			return err
 		}
-		if x.local != nil {
+		if x.isLocal {
 			return cn.enqueue(x)
 		}
 		if fwd == nil { // nothing to answer (acks=0 produce answered locally)
@@ -388,16 +409,21 @@ func (cn *conn) handle(frame []byte) error {
 }
 
 // awaitToken holds a request whose token is above the broker's applied
-// offset. It reports answered when the request was answered
-// INCONSISTENT_METADATA instead: at once in error mode, or when the wait ran
-// out.
-func (cn *conn) awaitToken(x *exchange, token int64) (answered bool, err error) {
+// offset (judged), for at most holdBound, unless in ErrorMode. It reports
+// answered when the broker did not catch up: the request is then neither
+// executed nor served from older metadata, but answered
+// INCONSISTENT_METADATA, or its connection closed (errBehind) where the
+// answer has no place for the error, no answer is sent (acks=0), or the
+// cluster closes instead (BehindClose). KIP-1243: "If the server is behind
+// the client it may wait up to the request timeout for its own cluster
+// metadata to be as update as the client's or it may return an
+// INCONSISTENT_METADATA error."
+func (cn *conn) awaitToken(x *exchange, token, judged int64) (answered bool, err error) {
 	b := cn.b
 	c := b.c
-	resp, canAnswer := cn.inconsistentAnswer(x)
-	if !c.cfg.errorMode || !canAnswer {
+	if !c.cfg.errorMode {
 		c.stats.waits.Add(1)
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.waitMax)
+		ctx, cancel := context.WithTimeout(context.Background(), cn.holdBound(x))
 		ok := b.waitApplied(ctx, token, cn.done)
 		cancel()
 		if ok {
@@ -410,16 +436,51 @@ func (cn *conn) awaitToken(x *exchange, token int64) (answered bool, err error) 
 			return false, ErrClosed
 		default:
 		}
-		if !canAnswer {
-			// This API has no error field to say it; serve what we have.
-			c.cfg.logger.Warn("localcluster: token wait ran out, serving stale", "node", b.node, "request", kmsg.NameForKey(x.key), "token", token)
-			return false, nil
+		if judged = b.appliedOffset(); judged >= token {
+			return false, nil // caught up as the wait ran out
 		}
-		resp, _ = cn.inconsistentAnswer(x) // the applied offset moved
+	}
+	resp, canAnswer := cn.inconsistentAnswer(x)
+	if !canAnswer || c.cfg.behind == BehindClose {
+		c.stats.behindClosed.Add(1)
+		c.cfg.logger.Info("localcluster: closing connection: broker behind the request's token and not answering INCONSISTENT_METADATA",
+			"node", b.node, "request", kmsg.NameForKey(x.key), "token", token, "applied", judged, "has_error_field", canAnswer)
+		x.closeConn = true
+		if err := cn.enqueue(x); err != nil {
+			return true, err
+		}
+		return true, fmt.Errorf("%w: %s token %d, applied %d", errBehind, kmsg.NameForKey(x.key), token, judged)
 	}
 	c.stats.inconsistent.Add(1)
-	x.local = cn.localFrame(x, resp, b.appliedOffset())
+	tok := int64(-1) // TokenApplied: when written
+	switch c.cfg.inconsistentTok {
+	case TokenJudged:
+		tok = judged
+	case TokenFetched:
+		tok = c.log.end()
+	}
+	cn.answerLocal(x, resp, tok)
 	return true, cn.enqueue(x)
+}
+
+// holdBound is how long the broker holds x for a token or for its own
+// apply of a write: WaitMax, or the request's own timeout when it has one
+// and it is shorter (Produce, CreateTopics, DeleteTopics... TimeoutMillis).
+func (cn *conn) holdBound(x *exchange) time.Duration {
+	bound := cn.b.c.cfg.waitMax
+	r, err := x.request()
+	if err != nil {
+		return bound
+	}
+	v := reflect.ValueOf(r)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return bound
+	}
+	f := v.Elem().FieldByName("TimeoutMillis")
+	if !f.IsValid() || f.Kind() != reflect.Int32 || f.Int() <= 0 {
+		return bound
+	}
+	return min(bound, time.Duration(f.Int())*time.Millisecond)
 }
 
 func (cn *conn) enqueue(x *exchange) error {
@@ -455,10 +516,11 @@ func (cn *conn) send(frame []byte) error {
 	return err
 }
 
-// localFrame encodes a response the gateway answers itself.
-func (cn *conn) localFrame(x *exchange, resp kmsg.Response, token int64) []byte {
-	body := resp.AppendTo(nil)
-	return cn.appendResponse(nil, x, nil, token, body)
+// answerLocal makes resp the answer to x, with token in its header, or,
+// when token is -1, the broker's applied offset at the time the answer is
+// written.
+func (cn *conn) answerLocal(x *exchange, resp kmsg.Response, token int64) {
+	x.isLocal, x.local, x.localTok = true, resp.AppendTo(nil), token
 }
 
 func (cn *conn) writeLoop() error {
@@ -488,8 +550,15 @@ func (cn *conn) writeLoop() error {
 // respond returns the frame that answers x: the gateway's own, or kfake's
 // with the token in its header and the body rewritten by the API's rule.
 func (cn *conn) respond(x *exchange) ([]byte, error) {
-	if x.local != nil {
-		return x.local, nil
+	if x.closeConn {
+		return nil, errBehind
+	}
+	if x.isLocal {
+		token := x.localTok
+		if token < 0 {
+			token = cn.b.appliedOffset()
+		}
+		return cn.appendResponse(nil, x, nil, token, x.local), nil
 	}
 	frame, err := readFrame(cn.upR)
 	if err != nil {

@@ -12,7 +12,9 @@ import (
 // topic, partition or resource of the request gets the code. APIs with one
 // top-level error code get it there. An API with no error field (or a
 // Metadata request for all topics, which names nothing to fail) cannot say
-// it; such requests wait instead, see conn.awaitToken.
+// it before v13 (which has a top-level code); such requests are held, then
+// their connection is closed, never served from older metadata: see
+// conn.awaitToken.
 
 // inconsistentAnswer builds the INCONSISTENT_METADATA answer to x, and
 // reports false when the API has no way to carry it.
@@ -76,12 +78,18 @@ func (cn *conn) errorAnswer(x *exchange, code int16) (kmsg.Response, bool) {
 			out.Topics = append(out.Topics, rt)
 		}
 	case *kmsg.MetadataRequest:
-		if len(req.Topics) == 0 {
-			return nil, false
-		}
 		out := resp.(*kmsg.MetadataResponse)
 		out.ClusterID = kmsg.StringPtr(cn.b.c.cfg.clusterID)
 		out.ControllerID = -1
+		if len(req.Topics) == 0 {
+			// All topics (or none) names nothing to fail; v13 has a
+			// top-level error code (KIP-1102), older versions no field.
+			if req.Version < 13 {
+				return nil, false
+			}
+			out.ErrorCode = code
+			return resp, true
+		}
 		for _, t := range req.Topics {
 			rt := kmsg.NewMetadataResponseTopic()
 			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, code

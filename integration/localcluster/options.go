@@ -19,9 +19,12 @@ type config struct {
 	waitMax          time.Duration
 	idleTimeout      time.Duration
 	errorMode        bool
-	tokensOff        bool // Native(false); the zero config is native
-	noFeaturesEpoch  bool // FeaturesEpoch(false)
-	quorumRefused    bool // DescribeQuorumAllowed(false)
+	behind           Behind            // how a broker that cannot wait says it is behind
+	inconsistentTok  InconsistentToken // the header token of an INCONSISTENT_METADATA answer
+	writesAtCommit   bool              // WriteAnswers(WritesAtCommit)
+	tokensOff        bool              // Native(false); the zero config is native
+	noFeaturesEpoch  bool              // FeaturesEpoch(false)
+	quorumRefused    bool              // DescribeQuorumAllowed(false)
 	inconsistentCode int16
 	logger           *slog.Logger
 	seedTopics       []seedTopic
@@ -101,8 +104,11 @@ func ClusterID(id string) Opt {
 }
 
 // WaitMax bounds how long a broker holds a request whose header token it has
-// not applied yet (default DefaultWaitMax). When the wait runs out, the
-// request is answered INCONSISTENT_METADATA, as in ErrorMode.
+// not applied yet (default DefaultWaitMax); a request with a timeout of its
+// own (TimeoutMillis: Produce, CreateTopics, DeleteTopics...) is held no
+// longer than that. When the wait runs out, the broker says it is behind as
+// in ErrorMode (see BehindAnswer). WaitMax also bounds how long the answer
+// to a metadata write waits for the answering broker to apply the write.
 func WaitMax(d time.Duration) Opt {
 	return func(c *config) {
 		if d <= 0 {
@@ -128,10 +134,133 @@ func IdleTimeout(d time.Duration) Opt {
 }
 
 // ErrorMode makes brokers answer a request whose token they have not applied
-// with INCONSISTENT_METADATA at once, instead of waiting. The header of such
-// an answer carries the broker's applied offset, lower than the request's.
+// at once, instead of waiting: KIP-1243's "it may return an
+// INCONSISTENT_METADATA error" rather than "it may wait up to the request
+// timeout". How the broker says it is set by BehindAnswer (an error answer,
+// or a closed connection), the header token of the error answer by
+// InconsistentTokenIs.
 func ErrorMode(on bool) Opt {
 	return func(c *config) { c.errorMode = on }
+}
+
+// Behind is how a broker tells a client that it has not applied the
+// request's token, once it will wait no longer (at once in ErrorMode, else
+// when the wait ran out). Either way the request is neither executed nor
+// served from the broker's older metadata.
+type Behind int8
+
+const (
+	// BehindError answers INCONSISTENT_METADATA in the API's error fields
+	// (see inconsistent.go), and closes the connection where the answer
+	// has no place for it (an API without error fields, a Metadata request
+	// for all topics) or no answer is sent (acks=0 Produce). The default.
+	BehindError Behind = iota
+	// BehindClose closes the connection of every such request, error
+	// fields or not: a broker that never sends INCONSISTENT_METADATA.
+	BehindClose
+)
+
+func (b Behind) String() string {
+	switch b {
+	case BehindError:
+		return "error"
+	case BehindClose:
+		return "close"
+	}
+	return fmt.Sprintf("Behind(%d)", int8(b))
+}
+
+// BehindAnswer sets how a broker says it is behind a request's token
+// (default BehindError).
+func BehindAnswer(b Behind) Opt {
+	return func(c *config) {
+		if b != BehindError && b != BehindClose {
+			c.errs = append(c.errs, fmt.Errorf("BehindAnswer(%v): want BehindError or BehindClose", b))
+			return
+		}
+		c.behind = b
+	}
+}
+
+// InconsistentToken is the offset an INCONSISTENT_METADATA answer carries
+// in its header's tag 0. KIP-1243 says only "After handling a request,
+// Kafka servers will include their latest cluster metadata offset in the
+// ResponseHeader", which a broker may read in more than one way.
+type InconsistentToken int8
+
+const (
+	// TokenApplied is the offset the broker has applied when the answer
+	// is written, as in every other answer: a broker's tokens never
+	// decrease. It may be at or above the request's token when the
+	// broker caught up between judging and answering. The default.
+	TokenApplied InconsistentToken = iota
+	// TokenJudged is the applied offset the broker judged the request
+	// against, below the request's token, even if an answer written
+	// before it carried a higher one.
+	TokenJudged
+	// TokenFetched is the newest offset the broker knows committed (the
+	// end of the metadata log it fetched) though it has not applied it:
+	// at or above the request's token, and above what the broker's next
+	// answers carry, so its tokens go back down.
+	TokenFetched
+)
+
+func (t InconsistentToken) String() string {
+	switch t {
+	case TokenApplied:
+		return "applied"
+	case TokenJudged:
+		return "judged"
+	case TokenFetched:
+		return "fetched"
+	}
+	return fmt.Sprintf("InconsistentToken(%d)", int8(t))
+}
+
+// WriteAnswer is when a broker answers a metadata write (CreateTopics,
+// DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs)
+// that the controller committed, and with which header token.
+type WriteAnswer int8
+
+const (
+	// WritesAfterOwnApply answers once the answering broker has applied
+	// the write, with its own applied offset (at or above the write): its
+	// tokens never decrease. Past WaitMax or the request's own timeout, the
+	// write is answered REQUEST_TIMED_OUT with the broker's offset. The
+	// default.
+	WritesAfterOwnApply WriteAnswer = iota
+	// WritesAtCommit answers as soon as the write is committed, with the
+	// commit offset, which the answering broker may not have applied: its
+	// next answer's token can be lower. Clients must not need a broker's
+	// tokens to rise; this variant checks that they do not. It also keeps
+	// writes as fast as on Kafka 4.4, where a lagging broker is felt by
+	// reads only.
+	WritesAtCommit
+)
+
+// WriteAnswers sets when metadata writes are answered (default
+// WritesAfterOwnApply). Native(false) clusters answer at commit whatever
+// the setting, with no token, as Kafka 4.4 does.
+func WriteAnswers(w WriteAnswer) Opt {
+	return func(c *config) {
+		if w != WritesAfterOwnApply && w != WritesAtCommit {
+			c.errs = append(c.errs, fmt.Errorf("WriteAnswers(%d): want WritesAfterOwnApply or WritesAtCommit", w))
+			return
+		}
+		c.writesAtCommit = w == WritesAtCommit
+	}
+}
+
+// InconsistentTokenIs sets the header token of INCONSISTENT_METADATA
+// answers (default TokenApplied).
+func InconsistentTokenIs(t InconsistentToken) Opt {
+	return func(c *config) {
+		if t < TokenApplied || t > TokenFetched {
+			c.errs = append(c.errs, fmt.Errorf("InconsistentTokenIs(%v): want TokenApplied, TokenJudged or TokenFetched", t))
+			return
+		}
+		c.inconsistentTok = t
+	}
 }
 
 // InconsistentMetadataCode sets the error code of INCONSISTENT_METADATA

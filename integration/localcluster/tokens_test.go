@@ -267,7 +267,7 @@ func TestClusterIDMismatchClosesConnection(t *testing.T) {
 // client could see the topic gone, then present again); the broker answers
 // LEADER_NOT_AVAILABLE instead, which clients retry.
 func TestAnswerAheadOfImageIsRetriable(t *testing.T) {
-	c := newCluster(t, Brokers(1))
+	c := newCluster(t, Brokers(1), WaitMax(100*time.Millisecond))
 	r := dialRaw(t, c.Addrs()[0])
 	_, st := r.do(createTopicsReq(1, nil, "doomed"), nil)
 	require.NoError(t, c.WaitApplied(testkit.Ctx(t), 0, st.Token))
@@ -279,11 +279,14 @@ func TestAnswerAheadOfImageIsRetriable(t *testing.T) {
 	dtt := kmsg.NewDeleteTopicsRequestTopic()
 	dtt.Topic = kmsg.StringPtr("doomed")
 	dt.Topics = append(dt.Topics, dtt)
-	_, st = r.do(dt, nil)
-	deleted := st.Token
+	dresp, st := r.do(dt, nil)
+	deleted := c.LogEnd()
 	applied, err := c.AppliedOffset(0)
 	require.NoError(t, err)
 	require.Less(t, applied, deleted, "the broker has not applied the delete")
+	require.Equal(t, kerr.RequestTimedOut.Code, dresp.(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode,
+		"committed, but not applied by the answering broker within the bound")
+	require.Equal(t, applied, st.Token, "the timeout answer carries the broker's own offset")
 
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lo.SetVersion(9)

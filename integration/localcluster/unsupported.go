@@ -66,6 +66,6 @@ func (cn *conn) answerUnsupported(x *exchange) error {
 		return fmt.Errorf("%s v%d: %w", name, x.version, kerr.UnsupportedVersion)
 	}
 	b.c.cfg.logger.Info("localcluster: answered UNSUPPORTED_VERSION", "node", b.node, "request", name, "version", x.version)
-	x.local = cn.localFrame(x, resp, b.appliedOffset())
+	cn.answerLocal(x, resp, -1)
 	return cn.enqueue(x)
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -238,5 +239,30 @@ func loopbackBroker(tb testing.TB, resp []byte) (net.Conn, func()) {
 		client.Close()
 		ln.Close()
 		<-done
+	}
+}
+
+// BenchmarkInconsistentCheck is the work shouldHold adds to an answer whose
+// header token does not say the broker was behind (the steady state): a
+// size check and, when the body could be an INCONSISTENT_METADATA answer
+// and is all in view, a scan of it for the code's two bytes. 64 bytes is
+// BenchmarkPair's small body; 1024 is about the largest body scanned for a
+// small request (the bound is 8 × the request + 1 KiB); the 64 KiB body is
+// over the bound, so only compared.
+func BenchmarkInconsistentCheck(b *testing.B) {
+	req := inflight{sent: 1000, key: metadataKey, version: 12, size: int32(len(reqFrame(metadataReq(12), 1)) - 4)}
+	for _, n := range []int{64, 1024, 64 << 10} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c, _, _ := newTestConn(b, knownStore(b, "abc", 1000), nil)
+			body := make([]byte, n)
+			c.r.rbody = n
+			var held bool
+			for b.Loop() {
+				held = c.r.mayBeInconsistent(&req, body) || held
+			}
+			if held {
+				b.Fatal("a clean body would be held")
+			}
+		})
 	}
 }

@@ -21,6 +21,7 @@ type inflight struct {
 	watched      bool  // its answer is watched for a hold (see held.go)
 	sent         int64 // token the request carried, -1 for none
 	key, version int16
+	size         int32 // the request frame's size, as written by the caller
 }
 
 // inflights is the per-connection FIFO of requests awaiting responses. kgo
@@ -175,6 +176,9 @@ type responseReader struct {
 	holdFor inflight
 	holdAt  int64 // token in the held frame's header
 	holdTok bool  // the held frame's header carried a token
+	// holdScan: the frame is held only to look for INCONSISTENT_METADATA
+	// (see mayBeInconsistent); without the code's bytes it goes on as is.
+	holdScan bool
 }
 
 func newConn(i *Interceptor, c net.Conn, addr string, mv *moved) *conn {

@@ -22,9 +22,14 @@
 //     connection first asks the bootstrap servers where that node went, and
 //     follows a move; the new connection must open with kgo's KIP-1242
 //     ApiVersions naming the node (see relocate.go).
-//   - A response whose token is below the one sent may carry
-//     INCONSISTENT_METADATA. Only such frames are held back and decoded; see
-//     inconsistent.go for how each kind of request is then retried by kgo.
+//   - A response to a request that carried a token may carry
+//     INCONSISTENT_METADATA, whatever its own header token (below the one
+//     sent, at or above it, or none). One whose token is below is held
+//     back and decoded; any other only when it is small enough to be such
+//     an answer and holds the code's two bytes (a scan, in place when the
+//     frame is whole in the read). Code 1243 never reaches kgo from a
+//     frame held; see inconsistent.go for how each kind of request is then
+//     retried by kgo, and for the size bound.
 //   - With an [Emulator], brokers that send no tokens get tokens made from
 //     their KRaft offsets (see emulate.go).
 //   - With a [Healer], a request carrying a token that stays unanswered

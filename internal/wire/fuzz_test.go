@@ -127,6 +127,8 @@ func FuzzReadResponses(f *testing.F) {
 	f.Add(g["resp.notag"], uint8(3))
 	f.Add(append(respFrame(7, stateTags("abc", 3), inconsistentBody(&testing.T{}, 3, 12, 1243)), g["resp.notag"]...), uint8(5))
 	f.Add(respFrame(7, stateTags("abc", 3), inconsistentBody(&testing.T{}, 0, 9, 1243)), uint8(2))
+	f.Add(respFrame(7, stateTags("abc", 50), inconsistentBody(&testing.T{}, 3, 12, 1243)), uint8(0))                 // ahead of the request
+	f.Add(respFrame(7, []byte{0}, inconsistentBody(&testing.T{}, 3, 12, 1243)), uint8(4))                            // no tag 0
 	f.Add(append(respFrame(12, stateTags("abc", 6), []byte{0, 0, 0, 0}), respFrame(7, []byte{0}, nil)...), uint8(0)) // acks=0 answered
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
 		if len(stream) > maxFuzzStream {

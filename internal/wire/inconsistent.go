@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"reflect"
 
@@ -12,10 +13,18 @@ import (
 //
 // kerr maps codes it does not know, 1243 among them, to
 // UNKNOWN_SERVER_ERROR, which neither kgo nor kadm retries. So a frame that
-// may carry the code (its header token is below the token sent) is held
-// back and decoded, and when some ErrorCode field holds the code the answer
-// is turned into something kgo retries on its own. Facts from franz-go
-// v1.22.3 that decide the form:
+// may carry the code is held back and decoded, and when some ErrorCode
+// field holds the code the answer is turned into something kgo retries on
+// its own. A frame may carry it when it answers a request that carried a
+// token, whatever the answer's header token: KIP-1243 lets a broker that
+// was behind answer with the offset it judged at (below the request's),
+// with its latest, which it may have reached meanwhile, or with none. An
+// answer whose header token is below the request's is held and decoded; any
+// other is held only when it is small enough to be an INCONSISTENT_METADATA
+// answer (mayBeInconsistent) and holds the code's two bytes, which a scan
+// of the bytes already read usually settles without a copy. Nothing here
+// needs a broker's tokens to rise from one answer to the next. Facts from
+// franz-go v1.22.3 that decide the form:
 //
 //   - Requests issued through Client.Request (every kadm call: ListTopics,
 //     CreateTopics, DescribeConfigs...; also kgo's own metadata, group and
@@ -171,4 +180,63 @@ func rewriteAPIVersionsError(body []byte) {
 	if len(body) >= 2 && binary.BigEndian.Uint16(body) == inconsistentClusterID {
 		binary.BigEndian.PutUint16(body, rebootstrapRequired)
 	}
+}
+
+// maxInconsistentGrowth and maxInconsistentSlack bound an
+// INCONSISTENT_METADATA answer by its request: a broker that answers it
+// executed and served nothing, so the answer only lists what the request
+// named (topics, partitions, resources, coordinator keys), each with the
+// code and a few fixed fields, and no data. Per named thing the answer is
+// at most about five times the request's (FindCoordinator v4 with one-byte
+// keys; CreateTopics with one-byte names about three; Produce, Fetch and
+// Metadata entries at most about one and a half). A larger answer carries
+// data: it is not INCONSISTENT_METADATA and passes untouched, unscanned.
+const (
+	maxInconsistentGrowth = 8
+	maxInconsistentSlack  = 1024
+)
+
+// mayBeInconsistent reports whether an answer whose header token does not
+// say the broker was behind must still be held to look for the code: it is
+// no larger than an INCONSISTENT_METADATA answer to req can be and, when
+// its body is already whole in view, the code's two bytes occur in it. The
+// steady state costs a length check and, for small answers, one scan of
+// bytes already in the cache; nothing is copied or decoded unless the
+// bytes occur.
+func (r *responseReader) mayBeInconsistent(req *inflight, view []byte) bool {
+	if int64(r.rbody) > maxInconsistentGrowth*int64(req.size)+maxInconsistentSlack {
+		return false
+	}
+	if len(view) >= r.rbody {
+		return hasCode(view[:r.rbody], r.i.code)
+	}
+	return true // not all read yet: held, then scanned (fillHold)
+}
+
+// hasCode reports whether the big-endian bytes of code occur in b, as an
+// int16 error field holding code would put them.
+func hasCode(b []byte, code int16) bool {
+	hi, lo := byte(uint16(code)>>8), byte(code)
+	for {
+		k := bytes.IndexByte(b, hi)
+		if k < 0 || k+1 >= len(b) {
+			return false
+		}
+		if b[k+1] == lo {
+			return true
+		}
+		b = b[k+1:]
+	}
+}
+
+// responseKnown marks the API keys kmsg can decode an answer of.
+var responseKnown = func() (known [256]bool) {
+	for k := range known {
+		known[k] = kmsg.ResponseForKey(int16(k)) != nil
+	}
+	return known
+}()
+
+func knownResponse(key int16) bool {
+	return key >= 0 && int(key) < len(responseKnown) && responseKnown[key]
 }

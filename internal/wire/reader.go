@@ -2,7 +2,6 @@ package wire
 
 import (
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/internal/tokens"
@@ -166,8 +165,8 @@ func (r *responseReader) scan(b []byte) (int, error) {
 		if req.raw {
 			r.rraw = true
 		}
-		if r.shouldHold(req, &r.rh) {
-			r.holding, r.holdFor, r.holdAt = true, *req, r.rh.state.Token
+		if hold, scanOnly := r.shouldHold(req, &r.rh, b[pos:]); hold {
+			r.holding, r.holdFor, r.holdAt, r.holdScan = true, *req, r.rh.state.Token, scanOnly
 			r.holdTok = r.rh.hasState && len(r.rh.state.ClusterID) > 0
 			r.hold = r.hold[:0]
 			return pos, nil
@@ -276,24 +275,35 @@ func (r *responseReader) misroute(want, got string) error {
 	return &MisrouteError{Addr: r.addr, Expected: want, Got: got}
 }
 
-// shouldHold reports whether the frame whose header was just parsed may
-// carry INCONSISTENT_METADATA: a KIP-1243 broker only answers it when it is
-// behind the token the request carried, which its header then shows.
+// shouldHold reports whether the frame whose header was just parsed must be
+// held back whole before kgo sees it, and scanOnly when it is held only to
+// look for INCONSISTENT_METADATA's bytes. view is the frame's body as far
+// as it is already in the read buffer.
 //
 // ApiVersions answers, one per connection, are always held: see
-// rewriteAPIVersionsError.
-func (r *responseReader) shouldHold(req *inflight, h *respHeader) bool {
+// rewriteAPIVersionsError. An answer to a request that carried a token may
+// carry INCONSISTENT_METADATA whatever its header token: one below the
+// request's says the broker was behind, and the frame is held; one at or
+// above it may come from a broker that caught up between judging and
+// answering, or that answers with the newest offset it knows (KIP-1243
+// allows both), so the frame is looked at too (see mayBeInconsistent).
+func (r *responseReader) shouldHold(req *inflight, h *respHeader, view []byte) (hold, scanOnly bool) {
 	if req.key == apiVersionsKey {
-		return r.rbody >= 2 && r.rbody <= maxHeldFrame
+		return r.rbody >= 2 && r.rbody <= maxHeldFrame, false
 	}
 	if v := r.view.Load(); v != nil && r.rbody > 0 && r.rbody <= maxHeldFrame && r.i.emu.holds(v, req.key, h.hasState) {
-		return true
+		return true, false
 	}
 	if req.key == metadataKey && r.pinned() != "" {
-		return r.rbody > 0 && r.rbody <= maxHeldFrame
+		return r.rbody > 0 && r.rbody <= maxHeldFrame, false
 	}
-	return req.sent >= 0 && h.hasState && h.state.Token >= 0 && h.state.Token < req.sent &&
-		r.rbody > 0 && r.rbody <= maxHeldFrame && kmsg.ResponseForKey(req.key) != nil
+	if req.sent < 0 || r.rbody <= 0 || r.rbody > maxHeldFrame || !knownResponse(req.key) {
+		return false, false
+	}
+	if h.hasState && h.state.Token >= 0 && h.state.Token < req.sent {
+		return true, false
+	}
+	return r.mayBeInconsistent(req, view), true
 }
 
 // fillHold reads the rest of the held frame and decides its fate.
@@ -324,6 +334,13 @@ func (r *responseReader) fillHold() error {
 		}
 	}
 	r.holding, r.rbody = false, 0
+	if r.holdScan && !hasCode(r.hold, r.i.code) {
+		r.release = r.hold
+		if v := r.view.Load(); v != nil {
+			r.i.emu.afterRead(v, &answer{key: r.holdFor.key, version: r.holdFor.version, flexible: r.holdFor.flexible, token: r.holdTok})
+		}
+		return nil
+	}
 	body, err := r.inspect(r.holdFor, r.holdAt, r.hold)
 	if err != nil {
 		return err

@@ -257,7 +257,10 @@ func TestReadInconsistentMetadata(t *testing.T) {
 	}{
 		{"metadata answered 1243 behind", metadataReq(12), 1243, 90, 0, true, false},
 		{"metadata custom code", metadataReq(12), 777, 90, 777, true, false},
-		{"metadata 1243 but ahead: not held", metadataReq(12), 1243, 150, 0, false, false},
+		{"metadata 1243 at the request's token", metadataReq(12), 1243, 100, 0, true, false},
+		{"metadata 1243 ahead of the request's token", metadataReq(12), 1243, 150, 0, true, false},
+		{"metadata ahead, other error", metadataReq(12), 3, 150, 0, false, false},
+		{"produce answered 1243 ahead", produceReq(9, -1, nil), 1243, 150, 0, false, true},
 		{"metadata behind, other error", metadataReq(12), 3, 90, 0, false, false},
 		{"produce answered 1243 behind", produceReq(9, -1, nil), 1243, 90, 0, false, true},
 	} {

@@ -224,6 +224,7 @@ func (w *requestWriter) stamp(dst, src []byte) ([]byte, bool, error) {
 			sent:     sent,
 			key:      h.key,
 			version:  h.version,
+			size:     int32(h.size),
 		}, w.stopWaiting)
 		if err != nil {
 			return dst, false, err
