@@ -64,6 +64,18 @@ const produceRetryCode = 19 // NOT_ENOUGH_REPLICAS
 func (r *responseReader) inspect(req inflight, brokerAt int64, body []byte) ([]byte, error) {
 	if req.key == apiVersionsKey {
 		rewriteAPIVersionsError(body)
+		if len(body) >= 2 && int16(binary.BigEndian.Uint16(body)) == r.i.code {
+			// A KIP-1243 broker behind the token an ApiVersions v3+
+			// request carried (the KIP exempts no API): kgo would fail
+			// the connection with UNKNOWN_SERVER_ERROR, for good. The
+			// broker processed nothing; the handshake is made again on a
+			// new connection, as for any other request.
+			r.i.inconsistent.Add(1)
+			if r.i.observer != nil {
+				r.i.observer.OnInconsistentMetadata(r.addr, req.key, req.sent, brokerAt)
+			}
+			return nil, &InconsistentMetadataError{Addr: r.addr, APIKey: req.key, Sent: req.sent, BrokerAt: brokerAt}
+		}
 		if len(body) >= 2 {
 			switch binary.BigEndian.Uint16(body) {
 			case rebootstrapRequired:

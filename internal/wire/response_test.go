@@ -396,6 +396,33 @@ func TestReadAPIVersionsInconsistentClusterID(t *testing.T) {
 	}
 }
 
+// TestReadAPIVersionsInconsistentMetadata: a KIP-1243 broker behind the
+// token an ApiVersions v3+ request carried may answer it
+// INCONSISTENT_METADATA, whatever the version; kgo must not see the code
+// (it would fail the connection with UNKNOWN_SERVER_ERROR for good): the
+// connection fails with a temporary InconsistentMetadataError, so the
+// handshake is made again, and the answer is counted and reported.
+func TestReadAPIVersionsInconsistentMetadata(t *testing.T) {
+	for _, version := range []int16{3, 4, 5} {
+		rec := &recorder{}
+		c, m, i := newTestConn(t, knownStore(t, "abc", 50), func(cfg *Config) { cfg.Observer = rec })
+		sendRequests(t, c, apiVersionsReq(version))
+		r := kmsg.NewPtrApiVersionsResponse()
+		r.Version = version
+		r.ErrorCode = DefaultInconsistentMetadataCode
+		m.in = respFrame(0, nil, r.AppendTo(nil))
+		out, err := readAll(c, 4096)
+		var ie *InconsistentMetadataError
+		require.ErrorAs(t, err, &ie, "v%d", version)
+		require.True(t, ie.Temporary())
+		require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+		require.LessOrEqual(t, len(out), 8, "kgo never sees the body and its code (only the frame's size and correlation id went)")
+		require.EqualValues(t, 1, i.Stats().InconsistentMetadata)
+		_, n, _ := rec.counts()
+		require.Equal(t, 1, n, "reported once")
+	}
+}
+
 // TestReadDataWithEOF: a socket that returns the last bytes together with
 // io.EOF must not lose them, also when the frame is held for inspection
 // (ApiVersions answers always are).
