@@ -179,6 +179,12 @@ type responseReader struct {
 	// holdScan: the frame is held only to look for INCONSISTENT_METADATA
 	// (see mayBeInconsistent); without the code's bytes it goes on as is.
 	holdScan bool
+	// lastAt is the token the last response header on this connection
+	// carried, 0 before any (a KIP-1243 broker's applied offset): a
+	// broker that closes the connection under a request carrying a token
+	// beyond it is taken to be behind (see closedBehind).
+	lastAt int64
+	sawAt  bool
 }
 
 func newConn(i *Interceptor, c net.Conn, addr string, mv *moved) *conn {

@@ -66,6 +66,9 @@ func (r *responseReader) read(p []byte) (int, error) {
 					if !r.dead.Load() && peerEnded(rerr) {
 						r.peerClosed()
 						r.i.noteClose(r.addr)
+						if e := r.closedBehind(); e != nil {
+							rerr = e
+						}
 					}
 					r.dead.Store(true)
 				}
@@ -196,6 +199,9 @@ func (r *responseReader) observe(req *inflight, h *respHeader) error {
 		}
 	}
 	token := h.state.Token
+	if token >= 0 && (want == "" || string(got) == want) {
+		r.lastAt, r.sawAt = token, true
+	}
 	if want != "" && string(got) != want {
 		adopt := AdoptNone
 		if pinned == "" && r.i.adopt != nil {
@@ -378,6 +384,32 @@ func (r *responseReader) peerClosed() {
 	if stamped {
 		ro.OnStampRejected(r.addr)
 	}
+}
+
+// closedBehind returns the error for a connection a KIP-1243 broker closed
+// under a request whose token is beyond what the broker last said it had
+// applied: the KIP lets a broker behind the token close the connection
+// where its answer has no place for INCONSISTENT_METADATA (all-topics
+// Metadata, acks=0 Produce). The caller sees what an INCONSISTENT_METADATA
+// answer gives (consistency.ErrInconsistentMetadata, temporary: kgo sends
+// the request again), not io.EOF. Nil when the broker never sent a token
+// on this connection, or the oldest request carried none beyond it.
+func (r *responseReader) closedBehind() error {
+	if !r.sawAt {
+		return nil
+	}
+	req, ok := r.cur, r.haveCur
+	if !ok {
+		req, ok = r.q.peek()
+	}
+	if !ok || req.sent <= r.lastAt {
+		return nil
+	}
+	r.i.inconsistent.Add(1)
+	if r.i.observer != nil {
+		r.i.observer.OnInconsistentMetadata(r.addr, req.key, req.sent, r.lastAt)
+	}
+	return &InconsistentMetadataError{Addr: r.addr, APIKey: req.key, Sent: req.sent, BrokerAt: r.lastAt}
 }
 
 // fail makes err sticky and closes the socket: no later answer can be

@@ -501,3 +501,49 @@ func TestMoveRightAfterStartIsAMove(t *testing.T) {
 	require.True(t, changes[1].StoreReset)
 	require.Equal(t, "abc", changes[1].FromCluster)
 }
+
+// TestClosedBehindIsInconsistentMetadata: a KIP-1243 broker may close the
+// connection of a request it is behind on where the answer has no place
+// for an error. A hang-up under a request whose token is beyond what the
+// broker last said it applied reaches kgo as INCONSISTENT_METADATA
+// (temporary, errors.Is consistency.ErrInconsistentMetadata), not io.EOF;
+// one under a request it had caught up with stays io.EOF.
+func TestClosedBehindIsInconsistentMetadata(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		raise  int64 // the store's token when the second request goes out
+		behind bool
+	}{
+		{"beyond the broker's last token", 60, true},
+		{"at the broker's last token", 50, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := consistency.NewMemoryStore()
+			rec := &recorder{}
+			c, m, i := newTestConn(t, store, func(cfg *Config) { cfg.Observer = rec })
+			sendRequests(t, c, metadataReq(12))
+			m.in = respFrame(0, stateTags("abc", 50), []byte{1})
+			_, err := c.Read(make([]byte, 4096))
+			require.NoError(t, err)
+			_, err = store.Advance(consistency.MustOf("abc", tc.raise)) // another connection learnt more
+			require.NoError(t, err)
+			sendRequests(t, c, metadataReq(12))
+			m.in = nil // the broker hangs up without answering
+			_, err = readAll(c, 4096)
+			if !tc.behind {
+				require.ErrorIs(t, err, io.EOF)
+				require.Zero(t, i.Stats().InconsistentMetadata)
+				return
+			}
+			var ie *InconsistentMetadataError
+			require.ErrorAs(t, err, &ie)
+			require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+			require.True(t, ie.Temporary())
+			require.Equal(t, int64(60), ie.Sent)
+			require.Equal(t, int64(50), ie.BrokerAt)
+			require.EqualValues(t, 1, i.Stats().InconsistentMetadata)
+			_, n, _ := rec.counts()
+			require.Equal(t, 1, n)
+		})
+	}
+}
