@@ -393,16 +393,26 @@ func (r *responseReader) peerClosed() {
 // Metadata, acks=0 Produce). The caller sees what an INCONSISTENT_METADATA
 // answer gives (consistency.ErrInconsistentMetadata, temporary: kgo sends
 // the request again), not io.EOF. Nil when the broker never sent a token
-// on this connection, or the oldest request carried none beyond it.
+// on this connection, or the oldest request carried none beyond it. The
+// first request of a connection, a stamped ApiVersions, is judged without
+// a token from the broker: closed unanswered, it is taken to be behind too
+// (kgo would fail it for good as a TLS mismatch, ErrFirstReadEOF); a
+// broker of another cluster closes it the same way, which peerClosed
+// reported to the watcher.
 func (r *responseReader) closedBehind() error {
-	if !r.sawAt {
-		return nil
-	}
 	req, ok := r.cur, r.haveCur
 	if !ok {
 		req, ok = r.q.peek()
 	}
-	if !ok || req.sent <= r.lastAt {
+	switch {
+	case !ok || req.sent < 0:
+		return nil
+	case !r.sawAt:
+		if req.key != apiVersionsKey {
+			return nil
+		}
+		r.lastAt = -1
+	case req.sent <= r.lastAt:
 		return nil
 	}
 	r.i.inconsistent.Add(1)

@@ -547,3 +547,31 @@ func TestClosedBehindIsInconsistentMetadata(t *testing.T) {
 		})
 	}
 }
+
+// TestClosedBehindOnHandshake: a KIP-1243 broker in close mode closes the
+// connection of a stamped ApiVersions it is behind on; kgo would take the
+// EOF for a TLS mismatch and never retry (ErrFirstReadEOF). The reader
+// returns a temporary INCONSISTENT_METADATA instead; an unstamped one
+// stays io.EOF.
+func TestClosedBehindOnHandshake(t *testing.T) {
+	for _, stamped := range []bool{true, false} {
+		store := consistency.NewMemoryStore()
+		if stamped {
+			_, err := store.Advance(consistency.MustOf("abc", 60))
+			require.NoError(t, err)
+		}
+		c, m, _ := newTestConn(t, store, nil)
+		sendRequests(t, c, apiVersionsReq(4))
+		m.in = nil
+		_, err := readAll(c, 4096)
+		if !stamped {
+			require.ErrorIs(t, err, io.EOF)
+			continue
+		}
+		var ie *InconsistentMetadataError
+		require.ErrorAs(t, err, &ie)
+		require.True(t, ie.Temporary())
+		require.Equal(t, int64(60), ie.Sent)
+		require.Equal(t, int64(-1), ie.BrokerAt)
+	}
+}

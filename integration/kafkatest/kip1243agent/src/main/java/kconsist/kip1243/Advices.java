@@ -34,6 +34,14 @@ final class Advices {
         }
     }
 
+    /** KRaftMetadataCache#setImage(MetadataImage), on enter: the image about to be shown. */
+    static final class Visible {
+        @Advice.OnMethodEnter(suppress = Throwable.class)
+        static void enter(@Advice.Argument(0) org.apache.kafka.image.MetadataImage image) {
+            Kip1243.visible(image.provenance().lastContainedOffset());
+        }
+    }
+
     /** KafkaApis#handle(Request, RequestLocal): read tag 0; park or answer. */
     static final class BrokerHandle {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class, suppress = Throwable.class)

@@ -84,6 +84,8 @@ public final class Agent {
         h.add(new Hook("org.apache.kafka.common.requests.RequestHeader", "toResponseHeader", A + "StampResponse"));
         h.add(new Hook("org.apache.kafka.image.loader.metrics.MetadataLoaderMetrics", "updateLastAppliedImageProvenance",
             A + "Applied", "org.apache.kafka.image.MetadataProvenance"));
+        h.add(new Hook("org.apache.kafka.metadata.KRaftMetadataCache", "setImage", A + "Visible",
+            "org.apache.kafka.image.MetadataImage"));
         h.add(new Hook("kafka.server.KafkaApis", "handle", A + "BrokerHandle",
             "org.apache.kafka.network.Request", "org.apache.kafka.server.common.RequestLocal"));
         h.add(new Hook("kafka.server.ControllerApis", "handle", A + "ControllerHandle",

@@ -43,6 +43,18 @@ public final class Kip1243 {
     private static volatile String clusterId;
     /** The last metadata offset this broker applied (MetadataLoader, after every publisher). */
     private static final AtomicLong APPLIED = new AtomicLong(-1);
+    /**
+     * The offset of the newest metadata image this broker's cache shows
+     * (KRaftMetadataCache.setImage, before the image is visible). The
+     * metadata cache publishes an image before the loader counts it
+     * applied, so a Metadata answer built from the new image and stamped
+     * with APPLIED would carry a token below what it shows, and a client
+     * could read the topic here and miss it on a broker at that token
+     * (monotonic reads broken). Answers are stamped with at least this;
+     * requests still wait for APPLIED, which the replica manager has
+     * reached too.
+     */
+    private static final AtomicLong VISIBLE = new AtomicLong(-1);
     /** The node's raft client: on the active controller its high watermark covers every committed write. */
     private static volatile KafkaRaftClient<?> raft;
 
@@ -165,6 +177,17 @@ public final class Kip1243 {
         }
     }
 
+    /** KRaftMetadataCache.setImage enter: the offset of the image about to be shown. */
+    public static void visible(long offset) {
+        long prev;
+        do {
+            prev = VISIBLE.get();
+            if (offset <= prev) {
+                return;
+            }
+        } while (!VISIBLE.compareAndSet(prev, offset));
+    }
+
     public static void raftClient(Object client) {
         if (client instanceof KafkaRaftClient) {
             raft = (KafkaRaftClient<?>) client;
@@ -181,7 +204,7 @@ public final class Kip1243 {
             return;
         }
         long pinned = PINNED.get()[0];
-        long token = pinned >= 0 ? pinned : Math.max(APPLIED.get(), FLOOR.get()[0]);
+        long token = pinned >= 0 ? pinned : Math.max(Math.max(APPLIED.get(), VISIBLE.get()), FLOOR.get()[0]);
         if (token < 0) {
             return;
         }
