@@ -98,7 +98,10 @@ func writesThroughLeaderCrash(t *testing.T, version string) {
 
 	var creates, below, stale int
 	var longest time.Duration
-	for i := 0; time.Since(killed) < 8*time.Second; i++ {
+	// 8 s from the kill (the dead node stays listed ~5 s), and on until
+	// five creates were made: on a loaded machine a create on 3.6 takes
+	// up to 2 s, and fewer show nothing.
+	for i := 0; time.Since(killed) < 8*time.Second || (creates < 5 && time.Since(killed) < 40*time.Second); i++ {
 		before := committedOn(ctx, t, plain, live)
 		topic := fmt.Sprintf("crash-%d", i)
 		start := time.Now()
@@ -129,7 +132,7 @@ func writesThroughLeaderCrash(t *testing.T, version string) {
 	}
 	stopProducing()
 	producers.Wait()
-	t.Logf("Kafka %s: %d creates in the 8 s after the kill: %d answered with a token below the write, %d stale reads; longest create %v; events %v",
+	t.Logf("Kafka %s: %d creates from the kill (8 s, or until the fifth): %d answered with a token below the write, %d stale reads; longest create %v; events %v",
 		version, creates, below, stale, longest.Round(time.Millisecond), ev.kinds())
 	t.Logf("Kafka %s: records acknowledged in the 20 s after the kill, one at a time: factory %d, plain kgo %d (%.2f)",
 		version, fAcked.Load(), pAcked.Load(), float64(fAcked.Load())/float64(max(pAcked.Load(), 1)))

@@ -3,6 +3,7 @@ package realkafka
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,5 +125,15 @@ func poisonedStoreHealsOn(t *testing.T, c *kafkatest.Cluster, mode factory.Consi
 	t.Logf("EventTokenHealed %d, EventStoreReset %d, warnings %q", healed, resets, warns)
 	require.Equal(t, 1, healed, "one EventTokenHealed")
 	require.Zero(t, resets, "no EventStoreReset: a foreign token given to a fresh factory is no cluster change")
-	require.Len(t, warns, 1, "one warning: %q", warns)
+	// A KIP-1243 broker reads ApiVersions' tag 0 too: it refuses the
+	// handshake of every connection naming the foreign cluster
+	// (REBOOTSTRAP_REQUIRED) until the heal, and franz-go logs each
+	// refused handshake itself. The SDK warns once.
+	var own []string
+	for _, w := range warns {
+		if !strings.HasPrefix(w, "unable to request api versions") {
+			own = append(own, w)
+		}
+	}
+	require.Len(t, own, 1, "one warning of the SDK's: %q", warns)
 }

@@ -300,6 +300,15 @@ func (w *Watcher) Learn(id string) {
 		w.cluster = id
 	}
 	w.mu.Unlock()
+	// A store given to the factory holding another cluster's token is
+	// found here too: a KIP-1243 broker refuses every connection that
+	// names that cluster (ApiVersions included), so no answer of the
+	// bootstrap servers' would ever replace it.
+	if id != "" && w.Pin == "" && w.Tokens != nil && w.OnForeignStore != nil {
+		if c := w.Tokens.Load().ClusterID(); c != "" && c != id {
+			w.OnForeignStore()
+		}
+	}
 }
 
 // Watch learns the cluster id in the background, so that a later check can

@@ -218,3 +218,28 @@ func TestWatcherForeignStoreIsNoChange(t *testing.T) {
 		}
 	}
 }
+
+// TestWatcherLearnFindsForeignStore: the first cluster learnt is checked
+// against the store too: a token of another cluster given to a fresh
+// factory goes to the Healer (OnForeignStore) even when no later check
+// runs (KIP-1243 brokers refuse every connection naming that cluster, so
+// no answer would replace it). Pinned, nothing is foreign.
+func TestWatcherLearnFindsForeignStore(t *testing.T) {
+	for _, tc := range []struct {
+		pin, store string
+		want       int
+	}{
+		{"", "x", 1},
+		{"", "a", 0},
+		{"a", "x", 0},
+	} {
+		store := consistency.NewMemoryStore()
+		_, _ = store.Advance(consistency.MustOf(tc.store, 9))
+		foreign := 0
+		w := &Watcher{Tokens: tokens.New(store, nil), Probe: (&fakeProbe{cluster: "a"}).probe, Pin: tc.pin,
+			OnForeignStore: func() { foreign++ }}
+		w.Learn("a")
+		w.Close()
+		require.Equal(t, tc.want, foreign, "pin %q, store %q", tc.pin, tc.store)
+	}
+}

@@ -80,6 +80,12 @@ func (r *responseReader) inspect(req inflight, brokerAt int64, body []byte) ([]b
 			switch binary.BigEndian.Uint16(body) {
 			case rebootstrapRequired:
 				r.i.noteRefused(r.addr)
+				if ro, ok := r.i.observer.(RejectObserver); ok && req.sent >= 0 {
+					// A KIP-1243 broker refusing the cluster the token
+					// named: on a bootstrap server the session checks
+					// which cluster it belongs to now.
+					ro.OnStampRejected(r.addr)
+				}
 			case 0:
 				r.i.noteAccepted(r.addr)
 				if r.moved != nil && req.version >= 5 {

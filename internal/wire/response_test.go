@@ -575,3 +575,31 @@ func TestClosedBehindOnHandshake(t *testing.T) {
 		require.Equal(t, int64(-1), ie.BrokerAt)
 	}
 }
+
+// TestRefusedHandshakeIsReported: a KIP-1243 broker answering a stamped
+// ApiVersions REBOOTSTRAP_REQUIRED refuses the cluster the token named:
+// the RejectObserver hears it (on a bootstrap server the session then
+// checks which cluster it belongs to, and a token given from another
+// cluster is healed). An unstamped refusal is KIP-1242's, not reported.
+func TestRefusedHandshakeIsReported(t *testing.T) {
+	for _, stamped := range []bool{true, false} {
+		store := consistency.NewMemoryStore()
+		if stamped {
+			_, err := store.Advance(consistency.MustOf("other", 9))
+			require.NoError(t, err)
+		}
+		rec := &rejections{}
+		c, m, _ := newTestConn(t, store, func(cfg *Config) { cfg.Observer = rec })
+		sendRequests(t, c, apiVersionsReq(4))
+		r := kmsg.NewPtrApiVersionsResponse()
+		r.Version = 4
+		r.ErrorCode = 129
+		m.in = respFrame(0, nil, r.AppendTo(nil))
+		_, _ = readAll(c, 4096)
+		want := int32(0)
+		if stamped {
+			want = 1
+		}
+		require.Equal(t, want, rec.n.Load(), "stamped=%v", stamped)
+	}
+}
