@@ -414,7 +414,7 @@ func (f *Factory) WaitApplied(ctx context.Context, tok consistency.Token, opts .
 	if err != nil {
 		return fmt.Errorf("factory: listing the cluster's brokers: %w", err)
 	}
-	w := &waiter{cfg: cfg, tok: tok, cl: cl, served: map[int64]*servedAt{}}
+	w := &waiter{cfg: cfg, tok: tok, cl: cl, served: map[int64]*servedAt{}, first: make(chan struct{})}
 	return w.run(ctx, brokers)
 }
 
@@ -462,6 +462,12 @@ type waiter struct {
 
 	mu     sync.Mutex
 	served map[int64]*servedAt // by applied offset
+
+	// first closes when the first broker answers an offset at or past
+	// the token: the others are then asked again at once, and every
+	// catchUp at most (see follow).
+	first     chan struct{}
+	firstOnce sync.Once
 }
 
 // servedAt is what one broker's answer showed of the topics at one applied
@@ -540,11 +546,15 @@ func (w *waiter) follow(ctx context.Context, i int, p BrokerProgress, updates ch
 	b := w.cl.Broker(int(p.Node))
 	ask := w.cfg.topics // what the next Metadata asks: the topics not served yet
 	pause := firstPause
+	target := w.tok.Offset() // -1 when Unknown
 	for {
 		next, err := w.ask(ctx, b, p, &ask)
 		if err != nil {
 			send(update{i: i, fatal: err})
 			return
+		}
+		if target >= 0 && next.Applied >= target {
+			w.firstOnce.Do(func() { close(w.first) })
 		}
 		if changed(p, next) {
 			if !send(update{i: i, p: next}) {
@@ -555,9 +565,23 @@ func (w *waiter) follow(ctx context.Context, i int, p BrokerProgress, updates ch
 		if p.Done {
 			return
 		}
+		// Once another broker has applied the token, one still behind
+		// it is likely about to: it is asked at once, and often.
+		var nudge <-chan struct{}
+		behind := target >= 0 && p.Applied < target
+		if behind {
+			select {
+			case <-w.first:
+				pause = min(pause, catchUp)
+			default:
+				nudge = w.first
+			}
+		}
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
+		case <-nudge:
+			t.Stop()
 		case <-ctx.Done():
 			t.Stop()
 			return
@@ -571,6 +595,14 @@ func (w *waiter) follow(ctx context.Context, i int, p BrokerProgress, updates ch
 // milliseconds after its commit: asking sooner than that only costs
 // requests (with 5 ms, two more per broker for a 50 ms lag).
 const firstPause = 20 * time.Millisecond
+
+// catchUp is the longest pause between two questions to a broker once
+// another broker has applied the token: brokers apply a commit at about
+// the same time, so the rest are near. It bounds how long after its
+// applying a broker is seen done (it was WaitPoll: 200 ms by default,
+// which put the end of a wait for 1,000 topics on 24 brokers 78 ms after
+// the last broker applied, p50).
+const catchUp = 25 * time.Millisecond
 
 func changed(a, b BrokerProgress) bool {
 	return a.Applied != b.Applied || a.Done != b.Done || !slices.Equal(a.Pending, b.Pending) ||
