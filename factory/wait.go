@@ -208,7 +208,9 @@ func WaitProgress(fn func(BrokerProgress)) WaitOpt {
 }
 
 // WaitPoll sets the longest pause between two questions to a broker that
-// is behind (default 200ms; the first pauses are shorter). A KRaft broker
+// is behind (default 200ms; the first pauses are shorter, from 20ms
+// doubling, and once another broker has applied the token a broker still
+// behind is asked at once and then every 25ms at most). A KRaft broker
 // applies a no-op record every 500ms even when idle, so asking more often
 // than that only shows offsets that no write needs.
 func WaitPoll(d time.Duration) WaitOpt {
