@@ -8,9 +8,9 @@ package main
 // Requests are counted at the brokers: the local cluster's gateways count
 // every request they read (localcluster.Stats().Requests). What the
 // user-facing clients sent is counted by API key with a franz-go hook
-// (factory.Hooks on every role; the clients WaitApplied makes are RoleKgo
-// clients, so they are counted too); the difference is what the factory's
-// own clients sent (the emulator's questions, the cluster watcher).
+// (factory.Hooks on every role); the difference is what the factory's
+// own clients sent (the emulator's questions, the cluster watcher, and
+// WaitApplied's questions: it asks through a client of the session's own).
 
 import (
 	"bytes"

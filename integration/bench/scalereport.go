@@ -259,7 +259,8 @@ func scaleMarkdown(w *bytes.Buffer, r *scaleResult, out, chartDir string) error 
 		"The **limit** is the moment the last broker applied the create (the local cluster knows it exactly: "+
 		"`Cluster.WaitApplied` per broker), measured from the create's answer; *wait − limit* is how long after that "+
 		"moment the wait ended (negative: the wait ended before every broker could serve the topics). Requests: at the "+
-		"gateways during the wait; bytes: what the user-facing clients (and the per-broker clients `WaitApplied` makes) wrote. "+
+		"gateways during the wait; bytes: what the user-facing clients wrote (`WaitApplied` asks through one client of the "+
+		"factory's own, without hooks: its requests are in *internal*, its bytes in no column). "+
 		"The topics are deleted after each trial and every broker applies that before the next. %d trials per point "+
 		"(60%% of that at 1,000 topics), alternating who goes first; medians unless named.\n\n",
 		c.TopicLag, c.TopicPartitions, c.PollEvery, c.TopicTrials)
