@@ -20,7 +20,10 @@ import (
 // change until they see it, as on any Kafka cluster; the lag makes sure
 // some do.
 func TestJavaClientAll(t *testing.T) {
-	c, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(100*time.Millisecond))
+	// Writes are answered at commit (as Kafka 4.4 answers them), so the
+	// brokers that have not applied a write yet serve the reads after it.
+	c, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(100*time.Millisecond),
+		localcluster.WriteAnswers(localcluster.WritesAtCommit))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
