@@ -304,6 +304,12 @@ func runDRSwitch(ctx context.Context, cfg drConfig, logf func(string, ...any),
 			return nil, fmt.Errorf("drswitch: count B: %w", err)
 		}
 		s := res.summary(c)
+		for _, x := range res.Records[c] {
+			if x.err != nil {
+				logf("drswitch %s: first failure: %v", drNames[c], x.err)
+				break
+			}
+		}
 		logf("drswitch %s: first ack after a switch p50 %.0fms [%.0f–%.0f], sent-after p50 %.0fms; %d sent, %d acknowledged, %d failed, A %d + B %d",
 			drNames[c], s.P50, s.Min, s.Max, s.SentAfterP50, s.Sent, s.Acked, s.Failed, res.InA[c], res.InB[c])
 	}
