@@ -9,8 +9,10 @@
 //
 // When the cluster behind the bootstrap servers changes (a disaster-recovery
 // switch, a DNS name moved), a factory producer follows it as the Java
-// client does: records that failed because of the change are delivered to
-// the new cluster by a fresh client. A producer pinned to a cluster
+// client does: a fresh client for the new cluster is made as soon as the
+// change is seen (for a transactional producer, when a record fails on the
+// old cluster), and the records the old client held or failed are
+// delivered by it. A producer pinned to a cluster
 // (factory.PinCluster) fails them instead, with an error that errors.As
 // finds a *rebootstrap.ClusterChangedError in (errors.Is(err,
 // rebootstrap.ErrClusterChanged)). A producer whose credentials or TLS

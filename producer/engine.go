@@ -116,6 +116,8 @@ func (e *engine) follow(l link.Producer) {
 		e.cur.Store(newCurrent(c.cl, l.Watch.Generation(), c.seq))
 		if e.pinned() {
 			e.pin.cancel = l.Watch.OnChange(e.pinnedChange)
+		} else if !e.txn.on {
+			e.pin.cancel = l.Watch.OnChange(e.changed)
 		}
 	}
 	e.auth.watch(l.Auth, e.client, &e.tasks, e.stop)

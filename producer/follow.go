@@ -74,6 +74,15 @@ func (e *engine) retire() bool {
 // attempt on a client made for the new cluster.
 func (e *engine) afterFailure(r ref, err error) {
 	x := r.x
+	if !e.pinned() && e.cur.Load().seq != x.client() && e.stop.Err() == nil {
+		// Its client was replaced, for a cluster change already
+		// followed: no check to ask for or wait on (one per record of
+		// the old client, each a probe of its own, held the last of
+		// them back by ~3 ms a record), a new attempt on the current
+		// client.
+		e.retry(r, err)
+		return
+	}
 	if errors.Is(err, kerr.UnknownTopicID) {
 		// A topic id that stopped matching is how a cluster moved behind
 		// the bootstrap address shows when no rebootstrap happened.
@@ -103,13 +112,31 @@ func (e *engine) afterFailure(r ref, err error) {
 			deliver(x, errors.Join(err, nerr))
 			return
 		}
-		if e.txn.on {
-			// Its transaction is on the old cluster: it cannot move.
-			deliver(x, changedError(x.rec.Topic, e.txn.breakOff()))
-			return
-		}
-		e.resend(r, err)
+		e.retry(r, err)
 	}
+}
+
+// retry sends a record that failed on a client the producer replaced
+// for a cluster change to the current one, unless its transaction is on
+// the old cluster.
+func (e *engine) retry(r ref, err error) {
+	if e.txn.on {
+		// Its transaction is on the old cluster: it cannot move.
+		deliver(r.x, changedError(r.x.rec.Topic, e.txn.breakOff()))
+		return
+	}
+	e.resend(r, err)
+}
+
+// changed is an unpinned, non-transactional producer's reaction to a
+// cluster change: a client for the new cluster at once, as a consumer
+// does, instead of when a record fails on the old one. The old client
+// learns the change only from its own refused connection and the
+// rebootstrap after it, which waits out the interceptor's pause after a
+// refusal (80 ms at the first); closing it fails the records it holds,
+// which come to the new one (afterFailure).
+func (e *engine) changed() {
+	_ = e.followChange(e.sess.Watch.Generation(), e.cur.Load().seq) // a record that fails later tries again
 }
 
 // settleWatch waits for the cluster verdict as long as ctx and the producer

@@ -12,6 +12,7 @@
 //	go run ./integration/bench -consume-only [-realkafka]   # only the consumer comparison
 //	go run ./integration/bench -misroute-only [-realkafka]  # only misroute recovery, with the Java producer
 //	go run ./integration/bench -curves-only [-quick]  # only how the cost grows: brokers, topics, producers, record size (section scale; -quick < 30 s, TestScaleQuick runs it)
+//	go run ./integration/bench -drswitch-only   # only the DR address switch: two Apache Kafka 4.4 clusters behind one address (section drswitch-realkafka)
 //	go run ./integration/bench -curves-only -realkafka -local=false  # time to usable after a create on 3 Apache Kafka 4.4 nodes (section scale-realkafka)
 //
 // Each step (a section of the report) runs in a child process of its own:
@@ -69,6 +70,9 @@ type options struct {
 	// CurvesOnly runs "How the cost grows" alone (section scale, local
 	// cluster and bare kfake); no other run includes it.
 	CurvesOnly bool
+	// DRSwitchOnly runs the DR address switch alone: two real Kafka 4.4
+	// clusters behind one address (section drswitch-realkafka).
+	DRSwitchOnly bool
 	// RealKafkaRYW runs read-your-writes and the overhead with emulated
 	// tokens on 3 real Kafka nodes (section realkafka-ryw).
 	RealKafkaRYW bool
@@ -107,6 +111,7 @@ type plan struct {
 
 	consume, kconsume consumeConfig
 	kryw              rywConfig // -realkafka-ryw
+	drswitch          drConfig  // -drswitch-only
 }
 
 // planFor returns the plan of a run; scale (at least 1) multiplies the
@@ -123,6 +128,7 @@ func planFor(quick bool, scale int) plan {
 		kconsume:     consumeConfig{Rounds: 10, Records: 1000000, ValueSize: 100},
 	}
 	p.kryw = rywConfig{Trials: 100, Timeout: 30 * time.Second}
+	p.drswitch = drConfig{Switches: 12, Every: 3 * time.Second, Warm: 5 * time.Second, Rate: 100, Java: true}
 	if quick {
 		p.kryw.Trials = 2
 		p.overhead = overheadConfig{Rounds: 4, Blocks: 2, Records: 2000, Latencies: 50, ValueSize: 1024}
@@ -131,6 +137,7 @@ func planFor(quick bool, scale int) plan {
 		p.misroute.Trials = 2
 		p.misrouteJava.Trials, p.misrouteJava.Repairs, p.misrouteJava.Hold = 2, 2, time.Second
 		p.kmisroute.Repairs, p.kmisroute.Hold = 2, time.Second
+		p.drswitch.Switches, p.drswitch.Warm = 2, 2*time.Second
 		p.consume = consumeConfig{Rounds: 2, Records: 20000, ValueSize: 100}
 		p.kconsume = p.consume
 	}
@@ -153,6 +160,7 @@ func bindFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.ConsumeOnly, "consume-only", false, "run only the consumer comparison (local; with -realkafka also on real Kafka)")
 	fs.BoolVar(&o.MisrouteOnly, "misroute-only", false, "run only misroute recovery against plain kgo and the Java 4.4 producer (local; with -realkafka also on real Kafka; needs java, mvn)")
 	fs.BoolVar(&o.CurvesOnly, "curves-only", false, "run only how the cost grows (brokers, topics, producers per factory, record size; local cluster and bare kfake; with -realkafka also time to usable after a create on 3 Apache Kafka 4.4 nodes)")
+	fs.BoolVar(&o.DRSwitchOnly, "drswitch-only", false, "run only the DR address switch: two real Apache Kafka 4.4 clusters behind one address, switched while the factory, plain kgo and the Java producer produce (needs java, mvn)")
 	fs.IntVar(&o.Scale, "scale", 1, "multiply the overhead rounds and blocks by this (1 to 20): narrower intervals, a run about that many times longer")
 	fs.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to update (generated sections only)")
 	fs.StringVar(&o.Charts, "charts", "docs/bench", "directory for the PNG charts")
@@ -201,6 +209,9 @@ func (st step) limit(scale int) time.Duration {
 
 // stepsOf returns the steps o asks for, in the order they run.
 func stepsOf(o options) []step {
+	if o.DRSwitchOnly {
+		return []step{{drSection, 20, 0, runDRSwitchStep}}
+	}
 	all := []struct {
 		on bool
 		step
@@ -304,7 +315,7 @@ func childArgs(o options, name, out string) []string {
 		"-step=" + name, "-step-out=" + out, "-step-command=" + o.Command,
 		"-quick=" + b(o.Quick), "-scale=" + strconv.Itoa(max(o.Scale, 1)), "-local=" + b(o.Local),
 		"-realkafka=" + b(o.RealKafka), "-realkafka-ryw=" + b(o.RealKafkaRYW), "-kip1243=" + b(o.KIP1243),
-		"-consume-only=" + b(o.ConsumeOnly), "-misroute-only=" + b(o.MisrouteOnly), "-curves-only=" + b(o.CurvesOnly),
+		"-consume-only=" + b(o.ConsumeOnly), "-misroute-only=" + b(o.MisrouteOnly), "-curves-only=" + b(o.CurvesOnly), "-drswitch-only=" + b(o.DRSwitchOnly),
 		"-out=" + o.Out, "-charts=" + o.Charts,
 	}
 }

@@ -60,6 +60,8 @@ func TestStepsOf(t *testing.T) {
 		{options{Local: true, RealKafka: true, RealKafkaRYW: true, ConsumeOnly: true}, []string{consumeSection, kconsumeSection}},
 		{options{Local: true, MisrouteOnly: true}, []string{misrouteSection}},
 		{options{Local: true, RealKafka: true, MisrouteOnly: true}, []string{misrouteSection, kmisrouteSection}},
+		{options{DRSwitchOnly: true}, []string{drSection}},
+		{options{Local: true, RealKafka: true, DRSwitchOnly: true}, []string{drSection}},
 		{options{}, nil},
 	} {
 		require.Equal(t, tc.want, stepNames(tc.o), "%+v", tc.o)
@@ -74,6 +76,7 @@ func TestChildArgs(t *testing.T) {
 		{Scale: 1, RealKafka: true, RealKafkaRYW: true, ConsumeOnly: true, MisrouteOnly: true, Out: "B.md", Charts: "c", Command: "go run ./integration/bench -local=false"},
 		{Scale: 2, RealKafkaRYW: true, KIP1243: true, Out: "B.md", Charts: "c", Command: "go run ./integration/bench -realkafka-ryw -kip1243 -local=false"},
 		{Scale: 1, Local: true, CurvesOnly: true, Out: "B.md", Charts: "c", Command: "go run ./integration/bench -curves-only"},
+		{Scale: 1, Local: true, DRSwitchOnly: true, Out: "B.md", Charts: "c", Command: "go run ./integration/bench -drswitch-only"},
 	} {
 		var got options
 		fs := flag.NewFlagSet("bench", flag.ContinueOnError)

@@ -98,7 +98,7 @@ func writeSections(path string, sections map[string]string) error {
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	for _, name := range []string{localSection, kafkaSection, consumeSection, kconsumeSection, misrouteSection, kmisrouteSection, rywKafkaSection, nativeSection, scaleSection, scaleKafkaSection} {
+	for _, name := range []string{localSection, kafkaSection, consumeSection, kconsumeSection, misrouteSection, kmisrouteSection, rywKafkaSection, nativeSection, scaleSection, scaleKafkaSection, drSection} {
 		if body, ok := sections[name]; ok {
 			doc = replaceSection(doc, name, body)
 		}

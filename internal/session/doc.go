@@ -55,9 +55,13 @@
 // the client again or, pinned, returns the error), which builds the same
 // client again from its Build (after Close it fails with ErrClosed). A
 // consumer swaps at once, from its OnChange callback, to the client Follow
-// made on the new cluster. A producer swaps when a record fails: it waits for the checks
-// in flight (Settle), and if the generation moved since its client was
-// made, sends the record again on a new client. A pinned client never
+// made on the new cluster. A producer that is not transactional swaps at
+// once too, from its OnChange callback, to a new client; any producer
+// swaps when a record fails: it waits for the checks in flight (Settle),
+// and if the generation moved since its client was made, sends the record
+// again on a new client. At a change the oracle drops its clients and node
+// map (they name the old cluster, whose refusals would hold its questions
+// behind a paced rebootstrap). A pinned client never
 // swaps: its work fails with a rebootstrap.ClusterChangedError naming the
 // pin and the new cluster, and a pinned producer refuses records at once
 // while the bootstrap servers name another cluster than its pin (the

@@ -87,6 +87,29 @@ func (o *oracle) client() (*kgo.Client, error) {
 	return q, err
 }
 
+// renew drops the clients and the node map after the bootstrap servers
+// moved to another cluster; the next question makes new ones. The old
+// clients name the old cluster in their ApiVersions v5, which the new
+// cluster's brokers refuse (KIP-1242): a question then waited for the
+// client's rebootstrap, which its interceptor paces after a refusal
+// (80 ms), and with it every metadata answer held for that question (the
+// first Metadata of a producer's client made for the new cluster, in a
+// DR address switch).
+func (o *oracle) renew() {
+	o.mu.Lock()
+	q, p := o.quorum, o.probes
+	if o.closed {
+		q, p = nil, nil
+	} else {
+		o.quorum, o.probes, o.nodes, o.cluster = nil, nil, nil, ""
+	}
+	o.mu.Unlock()
+	if q != nil {
+		q.Close() // fails its questions in flight: they are asked again
+		p.Close()
+	}
+}
+
 func (o *oracle) close() {
 	o.mu.Lock()
 	q, p := o.quorum, o.probes

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
+	"github.com/kconsist/kconsist/internal/cluster"
 )
 
 // TestCommittedIsOfOneCluster: behind the bootstrap address, the cluster
@@ -209,4 +210,46 @@ func TestWriteUnlearntReported(t *testing.T) {
 	k.hung.Store(true)
 	require.NoError(t, createTopic(ctx, admin, "t1"))
 	require.EqualValues(t, 1, unlearnt.Load())
+}
+
+// TestOracleRenewedOnClusterChange: after the bootstrap servers moved to
+// another cluster, the oracle's next question goes through new clients
+// with a new node map: the old ones name the old cluster in ApiVersions
+// v5, which the new cluster refuses (KIP-1242), and a question then waited
+// for their paced rebootstrap, holding a metadata answer of a producer's
+// new client behind it (issue 38, the DR address switch). A pinned
+// factory never follows a change and keeps them.
+func TestOracleRenewedOnClusterChange(t *testing.T) {
+	for _, pin := range []string{"", "cluster-a"} {
+		t.Run("pin="+pin, func(t *testing.T) {
+			k := newKraftFake(t)
+			b := k.build()
+			b.Pin = pin
+			s, err := New(Config{Store: consistency.NewMemoryStore(), Base: b, ErrClosed: errClosed, ErrConfig: errConfig})
+			require.NoError(t, err)
+			defer s.Close()
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			q, p, err := s.oracle.clients()
+			require.NoError(t, err)
+			_, err = s.oracle.refresh(ctx, q)
+			require.NoError(t, err)
+
+			s.clusterEvent(cluster.Event{Changed: true, From: "cluster-a", To: "cluster-b"})
+			q2, p2, err := s.oracle.clients()
+			require.NoError(t, err)
+			if pin != "" {
+				require.Same(t, q, q2)
+				require.Same(t, p, p2)
+				return
+			}
+			require.False(t, q == q2, "a new quorum client after the change")
+			require.False(t, p == p2, "a new probe client after the change")
+			require.Equal(t, seedNodes(b.Seeds), s.oracle.nodes, "the node map starts again from the seeds")
+			require.ErrorIs(t, q.Ping(ctx), kgo.ErrClientClosed, "the old clients are closed")
+			require.ErrorIs(t, p.Ping(ctx), kgo.ErrClientClosed)
+			_, err = s.AskCluster(ctx)
+			require.NoError(t, err, "the new clients answer")
+		})
+	}
 }

@@ -220,6 +220,9 @@ func (s *Session) Watcher() *cluster.Watcher { return s.watcher }
 // clusterEvent passes on what the watcher found (a move, and the reset
 // of the store, the store's owner reported).
 func (s *Session) clusterEvent(ev cluster.Event) {
+	if ev.Changed && s.oracle != nil && s.cfg.Base.Pin == "" {
+		s.oracle.renew()
+	}
 	if s.cfg.OnClusterEvent != nil {
 		s.cfg.OnClusterEvent(ev)
 	}
