@@ -263,7 +263,39 @@ func firstSeed[T any](ctx context.Context, f *Factory, ask func(context.Context,
 		return zero, err
 	}
 	defer cl.Close()
-	return hedgeSeeds(ctx, cl, 0, ask) // every bootstrap server at once
+	return askSeeds(ctx, cl, ask)
+}
+
+// askSeeds asks every bootstrap server of cl at once with ask and returns
+// the first answer without error, or else the last error.
+func askSeeds[T any](ctx context.Context, cl *kgo.Client, ask func(context.Context, *kgo.Broker) (T, error)) (T, error) {
+	var zero T
+	// Questions still under way end (cancel) before they are waited for.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		v   T
+		err error
+	}
+	seeds := cl.SeedBrokers()
+	answers := make(chan answer, len(seeds))
+	for _, b := range seeds {
+		wg.Go(func() {
+			v, err := ask(sctx, b)
+			answers <- answer{v, err}
+		})
+	}
+	last := errors.New("no bootstrap servers")
+	for range seeds {
+		a := <-answers
+		if a.err == nil {
+			return a.v, nil
+		}
+		last = a.err
+	}
+	return zero, last
 }
 
 // hedgeAfter is how long listBrokers lets a bootstrap server take before
