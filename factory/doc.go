@@ -12,7 +12,9 @@
 // offsets: the committed end of the metadata log (DescribeQuorum) after a
 // write, and each broker's applied offset (ApiVersions) before a request,
 // which waits until its broker has caught up. [Consistency] chooses the
-// mode; [EventConsistencyOff] reports a cluster where neither works.
+// mode; [EventConsistencyOff] reports a cluster where neither works, and
+// [EventConsistencyLimited] a principal without DESCRIBE on CLUSTER, which
+// keeps monotonic reads and read-your-writes of its own topic writes.
 //
 //	f, err := factory.New(factory.BootstrapServers("localhost:9092"))
 //	adm, err := f.Admin()

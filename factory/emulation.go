@@ -13,8 +13,10 @@ const (
 	// ModeAuto, the default: tokens from brokers that send them
 	// (KIP-1243), tokens made from KRaft's own offsets on brokers that do
 	// not (Apache Kafka 3.x and 4.x), and plain franz-go behaviour, with
-	// one warning and an EventConsistencyOff, where neither works
-	// (DescribeQuorum refused by ACLs, no FinalizedFeaturesEpoch).
+	// one warning and an EventConsistencyOff, where neither works (no
+	// FinalizedFeaturesEpoch, no DescribeQuorum). A principal refused
+	// DescribeQuorum (no DESCRIBE on CLUSTER) keeps what needs no
+	// cluster ACL: see EventConsistencyLimited.
 	ModeAuto ConsistencyMode = iota
 	// ModeNative uses only tokens that brokers send in response headers:
 	// on a broker without KIP-1243 the clients are as stale as plain

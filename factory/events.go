@@ -72,6 +72,17 @@ const (
 	// another cluster is not refused (Err names the broker and version).
 	// Sent once per factory; also logged as a warning.
 	EventClusterCheckOff
+	// EventConsistencyLimited: in mode auto or emulated, the factory's
+	// principal may not describe the metadata quorum (DescribeQuorum needs
+	// DESCRIBE on CLUSTER), so the committed metadata offset cannot be
+	// asked. Tokens are kept from what needs no cluster ACL: reads stay
+	// monotonic (a broker's applied offset, from ApiVersions), and the
+	// factory's own topic creations, deletions, partition additions and
+	// topic config changes are read back (each write's token is the
+	// applied offset of the first broker that shows it). Err names what is
+	// not covered and the ACL that would cover it. Sent once per factory;
+	// also logged as a warning.
+	EventConsistencyLimited
 )
 
 func (k EventKind) String() string {
@@ -100,6 +111,8 @@ func (k EventKind) String() string {
 		return "write-unlearnt"
 	case EventClusterCheckOff:
 		return "cluster-check-off"
+	case EventConsistencyLimited:
+		return "consistency-limited"
 	}
 	return "unknown"
 }
@@ -122,8 +135,8 @@ type Event struct {
 	Sent, BrokerAt int64
 	// From and To are cluster ids (misroute: expected and got).
 	From, To string
-	// Err is the reason of EventConsistencyOff, EventAuthFailed and
-	// EventStoreConflict.
+	// Err is the reason of EventConsistencyOff, EventConsistencyLimited,
+	// EventClusterCheckOff, EventAuthFailed and EventStoreConflict.
 	Err error
 }
 
@@ -202,7 +215,7 @@ func (e *eventEmitter) deliver(ev Event) {
 	case ev.Kind == EventStoreConflict:
 		e.logger.Error("kconsist: "+ev.Err.Error(), "token", ev.Token.String(), "from", ev.From, "to", ev.To)
 		return
-	case ev.Kind == EventConsistencyOff, ev.Kind == EventClusterCheckOff, ev.Kind == EventWriteUnlearnt:
+	case ev.Kind == EventConsistencyOff, ev.Kind == EventConsistencyLimited, ev.Kind == EventClusterCheckOff, ev.Kind == EventWriteUnlearnt:
 		return // the emulator warned with its reason
 	case ev.Kind >= EventMisroute:
 		lvl = slog.LevelWarn
@@ -275,6 +288,12 @@ func (f *Factory) writeUnlearnt() {
 // the emulator logs it as a warning.
 func (f *Factory) clusterCheckOff(reason error) {
 	f.emitter.emit(Event{Kind: EventClusterCheckOff, Err: reason})
+}
+
+// consistencyLimited reports that the emulation keeps only the tokens
+// that need no cluster ACL; the emulator logs it as a warning.
+func (f *Factory) consistencyLimited(reason error) {
+	f.emitter.emit(Event{Kind: EventConsistencyLimited, Err: reason})
 }
 
 // consistencyOff reports that the emulation turned itself off.

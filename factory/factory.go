@@ -75,6 +75,7 @@ func New(opts ...Opt) (*Factory, error) {
 		Logger:            cfg.logger,
 		OnClusterEvent:    f.clusterEvent,
 		OnConsistencyOff:  f.consistencyOff,
+		OnLimited:         f.consistencyLimited,
 		OnTokenChange:     f.tokenChange,
 		OnWriteUnlearnt:   f.writeUnlearnt,
 		OnClusterCheckOff: f.clusterCheckOff,

@@ -372,8 +372,8 @@ func Logger(l *slog.Logger) ClientOpt { return client(func(c *config) { c.logger
 // of these kinds: [EventTokenAdvanced], [EventInconsistentMetadata],
 // [EventMisroute], [EventRebootstrap], [EventClusterChanged],
 // [EventStoreReset], [EventTokenHealed], [EventConsistencyOff],
-// [EventAuthFailed], [EventStoreConflict], [EventWriteUnlearnt] and
-// [EventClusterCheckOff]. See [Observer] for where OnEvent runs.
+// [EventConsistencyLimited], [EventAuthFailed], [EventStoreConflict],
+// [EventWriteUnlearnt] and [EventClusterCheckOff]. See [Observer] for where OnEvent runs.
 func WithObserver(o Observer) ClientOpt {
 	return client(func(c *config) {
 		c.observer = o

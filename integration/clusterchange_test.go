@@ -18,17 +18,28 @@ import (
 )
 
 type kinds struct {
-	mu   sync.Mutex
-	seen map[factory.EventKind]int
+	mu     sync.Mutex
+	seen   map[factory.EventKind]int
+	firsts map[factory.EventKind]factory.Event
 }
 
 func (k *kinds) OnEvent(ev factory.Event) {
 	k.mu.Lock()
 	if k.seen == nil {
-		k.seen = map[factory.EventKind]int{}
+		k.seen, k.firsts = map[factory.EventKind]int{}, map[factory.EventKind]factory.Event{}
+	}
+	if k.seen[ev.Kind] == 0 {
+		k.firsts[ev.Kind] = ev
 	}
 	k.seen[ev.Kind]++
 	k.mu.Unlock()
+}
+
+// first returns the first event of kind seen (zero for none).
+func (k *kinds) first(kind factory.EventKind) factory.Event {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.firsts[kind]
 }
 
 func (k *kinds) count(kind factory.EventKind) int {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -142,7 +141,9 @@ func TestPlainKgoStaleWithoutNativeTokens(t *testing.T) {
 
 // TestEmulationOffWhereUnsupported: a cluster that does not tell its
 // offsets makes ModeAuto fall back to plain behaviour with one event that
-// says why, and every call still works.
+// says why, and every call still works. (A principal refused
+// DescribeQuorum keeps what needs no cluster ACL:
+// TestLimitedWithoutDescribeCluster.)
 func TestEmulationOffWhereUnsupported(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -150,7 +151,6 @@ func TestEmulationOffWhereUnsupported(t *testing.T) {
 		want error
 	}{
 		{"no FinalizedFeaturesEpoch", localcluster.FeaturesEpoch(false), nil},
-		{"DescribeQuorum refused", localcluster.DescribeQuorumAllowed(false), kerr.ClusterAuthorizationFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := localcluster.New(localcluster.Brokers(3), localcluster.BrokerLag(2, 300*time.Millisecond), localcluster.Native(false), tc.opt)

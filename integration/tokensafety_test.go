@@ -277,8 +277,11 @@ func TestProduceToBrokerStuckBehindIsBounded(t *testing.T) {
 }
 
 // TestCancellationWhileBrokersHold: every broker holds requests (paused
-// behind the token, KIP-1243 waits of 30s). Calls return within 100ms of
-// their context's end all the same.
+// behind the token, KIP-1243 waits of 30s). Calls return soon after
+// their context's end all the same: within 1s, where the holds last 30s
+// (100ms on an idle machine; 120ms was seen under a load of 25, so the
+// bound tells a call that follows its context from one that waits out a
+// hold, not how fast the machine is).
 func TestCancellationWhileBrokersHold(t *testing.T) {
 	c, err := localcluster.New(localcluster.Brokers(3), localcluster.WaitMax(30*time.Second),
 		localcluster.WriteAnswers(localcluster.WritesAtCommit)) // writes answered while brokers are paused
@@ -327,7 +330,7 @@ func TestCancellationWhileBrokersHold(t *testing.T) {
 		late := time.Since(start) - wait
 		t.Logf("%s: returned %v after the context ended: %v", name, late.Round(time.Millisecond), err)
 		require.Error(t, err, name)
-		require.Less(t, late, 100*time.Millisecond, "%s returned late", name)
+		require.Less(t, late, time.Second, "%s returned late", name)
 	}
 	within("admin ListTopics", func(ctx context.Context) error { _, err := adm.ListTopics(ctx, "held"); return err })
 	within("Produce", func(ctx context.Context) error {

@@ -346,7 +346,37 @@ func (o *oracle) Applied(ctx context.Context, addr string, node int32) (string, 
 	return cluster, resp.FinalizedFeaturesEpoch, nil
 }
 
-var _ wire.Oracle = (*oracle)(nil)
+// Brokers returns the cluster's id and its brokers' node ids, from a
+// Metadata answer of the quorum client's.
+func (o *oracle) Brokers(ctx context.Context) (string, []int32, error) {
+	cl, err := o.client()
+	if err != nil {
+		return "", nil, err
+	}
+	m, err := o.metadata(ctx, cl)
+	if err != nil {
+		return "", nil, err
+	}
+	ids := make([]int32, 0, len(m.Brokers))
+	for _, b := range m.Brokers {
+		ids = append(ids, b.NodeID)
+	}
+	return *m.ClusterID, ids, nil
+}
+
+// AskBroker sends req to the broker node through the quorum client.
+func (o *oracle) AskBroker(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+	cl, err := o.client()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Broker(int(node)).Request(ctx, req)
+}
+
+var (
+	_ wire.Oracle      = (*oracle)(nil)
+	_ wire.BrokerAsker = (*oracle)(nil)
+)
 
 // replaces reports whether the healer may replace a store's token of
 // another cluster than cluster, the bootstrap servers' one, by cluster's

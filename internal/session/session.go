@@ -39,7 +39,10 @@ type Config struct {
 	// watcher's goroutine, which Close waits for.
 	OnClusterEvent   func(cluster.Event)
 	OnConsistencyOff func(reason error)
-	OnTokenChange    func(tokens.Change)
+	// OnLimited hears, once, that the emulation keeps only the tokens
+	// that need no cluster ACL (wire.EmulationConfig.OnLimited).
+	OnLimited     func(reason error)
+	OnTokenChange func(tokens.Change)
 	// OnWriteUnlearnt hears that a metadata write's answer went to its
 	// caller before its offset was learnt (wire.EmulationConfig). May be
 	// nil.
@@ -115,6 +118,7 @@ func New(cfg Config) (*Session, error) {
 			OnWriteUnlearnt:   cfg.OnWriteUnlearnt,
 			ClusterCheck:      cfg.Base.ClusterCheck && cfg.Base.Strategy != rebootstrap.None,
 			OnClusterCheckOff: cfg.OnClusterCheckOff,
+			OnLimited:         cfg.OnLimited,
 			OnOff: func(reason error) {
 				if cfg.OnConsistencyOff != nil {
 					cfg.OnConsistencyOff(reason)

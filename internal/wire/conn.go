@@ -133,6 +133,7 @@ type link struct {
 	movedAnnounced atomic.Bool   // the Relocator was told (see relocate.go)
 	movedOK        atomic.Bool   // the broker answered the ApiVersions v5 naming the node without error (see relocate.go)
 	held           heldWatch     // requests held for a token (see held.go)
+	writes         writeNotes    // metadata writes awaiting answers (see shown.go)
 }
 
 // requestWriter is the writing half of a conn; see conn.
@@ -151,6 +152,7 @@ type requestWriter struct {
 	out       [][]byte
 	bufs      net.Buffers
 	coal      []byte // a small write, copied together (see coalesceMax)
+	frame     []byte // the whole frame of the request being stamped, when one write carried it
 
 	lastWrite int64   // unix nanoseconds of the last Write (see idle.go)
 	peek      *peeker // made at the first idle check

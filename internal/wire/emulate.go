@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -131,6 +130,12 @@ type EmulationConfig struct {
 	// be nil.
 	ClusterCheck      bool
 	OnClusterCheckOff func(reason error)
+	// OnLimited is called once, when DescribeQuorum is refused
+	// (CLUSTER_AUTHORIZATION_FAILED) and the Oracle is a BrokerAsker: the
+	// Emulator then keeps the tokens that need no cluster ACL (see
+	// shown.go). reason says what is not covered and which ACL would
+	// cover it. May be nil.
+	OnLimited func(reason error)
 	// OnWriteUnlearnt is called when the answer to a metadata write went
 	// to its caller before the write's offset was learnt, because its
 	// hold (LearnMaxWait, or kgo's read deadline) ended first; until the
@@ -156,6 +161,11 @@ type Emulator struct {
 	committed question
 
 	off atomic.Bool
+	// limited: DescribeQuorum is refused; write offsets come from the
+	// first broker that shows the write (see shown.go).
+	limited   atomic.Bool
+	limitOnce sync.Once
+	uncovered sync.Map // int16 write kinds said to be uncovered
 	// verified: the cluster answered DescribeQuorum once. Until then no
 	// token is made from what brokers say they applied: a server that
 	// reports a FinalizedFeaturesEpoch but keeps no metadata log (kfake
@@ -583,144 +593,6 @@ func (e *Emulator) verify() <-chan struct{} {
 	return e.ask.ask(&e.committed, false).done
 }
 
-// learnCommitted asks the committed offset and advances the store to it;
-// the committed question. A failed answer (a broker that crashed, a
-// quorum electing a new leader) is asked again, with a growing pause,
-// until one comes or ctx ends. It reports whether the store got the
-// committed offset.
-func (e *Emulator) learnCommitted(ctx context.Context) bool {
-	pause := committedRetryMin
-	for {
-		c, err := e.cfg.Oracle.Committed(ctx)
-		if err == nil {
-			e.learnt.Add(1)
-			e.verified.Store(true)
-			e.advance(c)
-			return true
-		}
-		switch {
-		case errors.Is(err, ErrEmulationUnsupported):
-			e.turnOff(err)
-			return false
-		case isAuthorization(err):
-			e.turnOff(&describeClusterDenied{err: err})
-			return false
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			e.log(kgo.LogLevelWarn, "learning the committed metadata offset failed; a write may not be visible at once", "err", err)
-			return false
-		case <-t.C:
-		}
-		e.log(kgo.LogLevelDebug, "learning the committed metadata offset failed; asking again", "err", err)
-		pause = min(2*pause, committedRetryMax)
-	}
-}
-
-// learnWrite holds the answer to a metadata write until a committed
-// offset read after it is in the store, asking again while the questions
-// fail (a crashed broker, a quorum electing a new leader), until end
-// (LearnMaxWait, or kgo's read deadline for the answer if sooner: kgo
-// waits for an answer it wrote the request of even after its caller's
-// context ended, up to the request's own timeout plus its overhead, 70 s
-// for a CreateTopics by default). If end comes first, the answer goes on
-// and the write's offset is owed (see owe).
-func (e *Emulator) learnWrite(end time.Time) {
-	for {
-		began := time.Now()
-		f := e.ask.ask(&e.committed, true)
-		if await(f.done, end, nil) != nil {
-			break
-		}
-		if f.ok || f == closedFlight || e.off.Load() {
-			return
-		}
-		if left := time.Until(end); left <= 0 {
-			break
-		} else if took := time.Since(began); took < committedRetryMin {
-			time.Sleep(min(committedRetryMin-took, left))
-		}
-	}
-	e.owe()
-}
-
-// owe notes that the answer of a metadata write went to its caller before
-// its offset was in the store: until a committed offset read after it is,
-// asked for on a goroutine of its own, every request but the connection
-// handshake waits (awaitOwed), so that no read started after the write's
-// answer shows the cluster from before it. OnWriteUnlearnt is told.
-func (e *Emulator) owe() {
-	if e.off.Load() {
-		return
-	}
-	e.owed.Add(1)
-	e.unlearnt.Add(1)
-	e.log(kgo.LogLevelWarn, "a metadata write's answer reached its caller before its offset was learnt (its deadline ended); requests wait until it is", "owed", e.owed.Load())
-	if e.cfg.OnWriteUnlearnt != nil {
-		e.cfg.OnWriteUnlearnt()
-	}
-	if !e.ask.spawn(e.payOwed) {
-		e.owed.Add(-1) // closed: nothing waits any more
-	}
-}
-
-// payOwed asks the committed offset until an answer read after the owed
-// write is in the store (or the emulation is off or closed), then takes
-// the write off what is owed.
-func (e *Emulator) payOwed(ctx context.Context) {
-	defer e.owed.Add(-1)
-	pause := committedRetryMin
-	for {
-		f := e.ask.ask(&e.committed, true)
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return
-		}
-		if f.ok || f == closedFlight || e.off.Load() {
-			return
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		pause = min(2*pause, committedRetryMax)
-	}
-}
-
-// advance is the one place the Emulator moves the store forward.
-func (e *Emulator) advance(c consistency.Token) {
-	if _, err := e.cfg.Tokens.Committed(c); err != nil {
-		// Another cluster's token: the rebootstrap machinery decides.
-		e.log(kgo.LogLevelDebug, "emulated token not stored", "token", c.String(), "err", err)
-	}
-}
-
-// describeClusterDenied is why the emulation turns off when DescribeQuorum
-// is refused: not a limit of the cluster, but an ACL the principal lacks,
-// named so that whoever reads it can grant it. It matches
-// ErrEmulationUnsupported and the broker's error.
-type describeClusterDenied struct{ err error }
-
-func (d *describeClusterDenied) Error() string {
-	return "consistency tokens are off: the principal lacks DESCRIBE on CLUSTER, which DescribeQuorum needs (" + d.err.Error() +
-		"); read-your-writes and monotonic reads across the factory's clients are off until it is granted " +
-		"(kafka-acls.sh --add --allow-principal User:<name> --operation Describe --cluster)"
-}
-
-func (d *describeClusterDenied) Unwrap() []error { return []error{ErrEmulationUnsupported, d.err} }
-
-// isAuthorization reports whether err says the principal may not describe
-// the quorum (CLUSTER_AUTHORIZATION_FAILED), which no retry changes.
-func isAuthorization(err error) bool {
-	return errors.Is(err, kerr.ClusterAuthorizationFailed)
-}
-
 // holds reports whether the reader must hold the answer of key whose
 // header was just parsed, for afterRead to learn from its body: the broker
 // is emulated, the header carries no token of its own, and the request
@@ -736,6 +608,7 @@ type answer struct {
 	token        bool          // its header carried a token
 	apiVersions  []byte        // an ApiVersions body
 	resp         kmsg.Response // the decoded body, when the reader held it
+	req          kmsg.Request  // a metadata write's request, noted in limited mode (see noteWrite)
 	deadline     time.Time     // the read deadline kgo set; zero for none
 }
 
@@ -765,48 +638,20 @@ func (e *Emulator) afterRead(v *brokerView, a *answer) {
 	case writesMetadata(a.key):
 		// The committed offset read after this answer covers the write:
 		// the caller cannot send its next request before the token has it.
-		e.lastVerify.Store(time.Now().UnixNano())
-		e.learnWrite(end)
+		// Without DESCRIBE on CLUSTER, a broker that shows it does.
+		if !e.limited.Load() {
+			e.lastVerify.Store(time.Now().UnixNano())
+			e.learnWrite(end)
+		}
+		if e.limited.Load() {
+			e.learnShown(a, end)
+		}
 	case readsMetadata(a.key):
 		cluster := ""
 		if m, ok := a.resp.(*kmsg.MetadataResponse); ok && m.ClusterID != nil {
 			cluster = *m.ClusterID
 		}
 		e.learnApplied(v, cluster, end)
-	}
-}
-
-// learnApplied advances the store to what the broker of v has applied
-// now, after it answered a metadata read: at least what it showed.
-// cluster is the cluster the answer named ("" for none). Nothing learnt
-// from a broker of another cluster than the store's reaches the store: an
-// answer naming another cluster, a view of another cluster's node, a
-// probe answered by another cluster.
-func (e *Emulator) learnApplied(v *brokerView, cluster string, end time.Time) {
-	if cur := e.cfg.Store.Load(); !cur.IsUnknown() {
-		if cluster != "" && cluster != cur.ClusterID() {
-			return
-		}
-		cluster = cur.ClusterID()
-	}
-	if cluster == "" || v.cluster != "" && v.cluster != cluster {
-		return
-	}
-	if !e.verified.Load() {
-		e.verify() // in the background: a read's answer is not held for it
-		return
-	}
-	// Only an answer given after this response can stand for what it
-	// showed.
-	if await(e.ask.ask(&v.probe, true).done, end, nil) != nil {
-		return
-	}
-	applied := v.applied.Load()
-	if p := v.answered.Load(); applied < 0 || p == nil || *p != cluster {
-		return
-	}
-	if c, err := consistency.Of(cluster, applied); err == nil {
-		e.advance(c)
 	}
 }
 

@@ -114,8 +114,12 @@ func (r *responseReader) inspect(req inflight, brokerAt int64, body []byte) ([]b
 		}
 	}
 	if v := r.view.Load(); v != nil {
-		r.i.emu.afterRead(v, &answer{key: req.key, version: req.version, flexible: req.flexible,
-			token: r.holdTok, resp: resp, deadline: nanosTime(r.rdl.Load())})
+		a := &answer{key: req.key, version: req.version, flexible: req.flexible,
+			token: r.holdTok, resp: resp, deadline: nanosTime(r.rdl.Load())}
+		if writesMetadata(req.key) {
+			a.req = r.writes.take(req.corr)
+		}
+		r.i.emu.afterRead(v, a)
 	}
 	v := reflect.ValueOf(resp)
 	if !rewriteCodes(v, r.i.code, 0) {

@@ -30,7 +30,10 @@ func (w *requestWriter) write(p []byte) (int, error) {
 			if w.wh.key == apiVersionsKey {
 				w.noteAPIVersions(p)
 			}
-			return w.writeFrame(p)
+			w.frame = p
+			n, err := w.writeFrame(p)
+			w.frame = nil
+			return n, err
 		}
 	}
 	total := len(p)
@@ -71,6 +74,9 @@ func (w *requestWriter) write(p []byte) (int, error) {
 			if err != nil {
 				return 0, err
 			}
+			if len(p) >= 4+int(w.wh.size) {
+				w.frame = p[:4+int(w.wh.size)]
+			}
 			src, p = p[:w.wh.need], p[w.wh.need:]
 		} else {
 			old := len(w.wpend)
@@ -90,6 +96,7 @@ func (w *requestWriter) write(p []byte) (int, error) {
 			src, p = w.wpend[:w.wh.need], p[w.wh.need-old:]
 		}
 		hdr, stamped, err := w.stamp(w.scratch[:0], src)
+		w.frame = nil
 		if err != nil {
 			return 0, err
 		}
@@ -215,6 +222,9 @@ func (w *requestWriter) stamp(dst, src []byte) ([]byte, bool, error) {
 		}
 	}
 	if h.expectsAnswer {
+		if w.frame != nil && writesMetadata(h.key) && w.view.Load() != nil {
+			w.writes.note(h.corr, h.key, h.version, w.frame[h.hdrLen:])
+		}
 		watched := stamped && w.i.healer != nil && !mayBlock(h.key)
 		err := w.q.push(inflight{
 			corr:     h.corr,
