@@ -139,7 +139,6 @@ func (e *Emulator) advance(c consistency.Token) {
 	}
 }
 
-
 // learnApplied advances the store to what the broker of v has applied
 // now, after it answered a metadata read: at least what it showed.
 // cluster is the cluster the answer named ("" for none). Nothing learnt
@@ -173,4 +172,3 @@ func (e *Emulator) learnApplied(v *brokerView, cluster string, end time.Time) {
 		e.advance(c)
 	}
 }
-

@@ -541,4 +541,3 @@ func (d *describeClusterDenied) Unwrap() []error { return []error{ErrEmulationUn
 func isAuthorization(err error) bool {
 	return errors.Is(err, kerr.ClusterAuthorizationFailed)
 }
-
