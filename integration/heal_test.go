@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,16 @@ func poisonedStoreHeals(t *testing.T, native bool, poison string, deadline time.
 	require.Equal(t, c.ClusterID(), tok.ClusterID())
 	require.LessOrEqual(t, tok.Offset(), c.LogEnd())
 	require.Equal(t, 1, events.count(), "one EventTokenHealed")
-	require.Len(t, warns.All(), 1, "one warning: %q", warns.All())
+	// Native brokers judge tag 0 of ApiVersions too (KIP-1243 exempts no
+	// API): the first connections, stamped with the foreign token,
+	// are refused REBOOTSTRAP_REQUIRED before the heal, and franz-go
+	// warns of each. The SDK's own warning is the heal's, once.
+	var own []string
+	for _, w := range warns.All() {
+		if native && poison == "foreign" && strings.HasPrefix(w, "unable to request api versions") && strings.Contains(w, "REBOOTSTRAP_REQUIRED") {
+			continue
+		}
+		own = append(own, w)
+	}
+	require.Len(t, own, 1, "one warning: %q", warns.All())
 }

@@ -38,8 +38,11 @@
 //   - gateway.go: every flexible response header carries tag 0 =
 //     {cluster id, the broker's applied offset when the answer is written},
 //     so a broker's tokens never decrease (ApiVersions, whose response
-//     header is v0, goes to kfake untouched, so kfake performs the
-//     KIP-1242 check). A request whose header token is above the broker's
+//     header is v0, goes to kfake, which performs the KIP-1242 check of
+//     its body; tag 0 of its v3+ header is judged as any request's: a
+//     token ahead is held, then answered INCONSISTENT_METADATA in its
+//     ErrorCode, and another cluster's id is answered
+//     REBOOTSTRAP_REQUIRED). A request whose header token is above the broker's
 //     applied offset is held for it, at most [WaitMax] or the request's own
 //     timeout if shorter; in [ErrorMode], or when the wait runs out, it is
 //     answered INCONSISTENT_METADATA ([InconsistentMetadataCode], see

@@ -254,3 +254,41 @@ func TestWritesAtCommitVariant(t *testing.T) {
 	_, next := r.do(metadataReq(), nil)
 	require.Less(t, next.Token, st.Token, "the broker's next token is lower")
 }
+
+// ApiVersions v3+ is sent with request header v2, whose tag 0 KIP-1243
+// exempts for no API: a token ahead of the broker is held and then
+// answered INCONSISTENT_METADATA, a token it has applied is answered at
+// once, another cluster's id is answered REBOOTSTRAP_REQUIRED (KIP-1242's
+// error for the same check of ApiVersions' own ClusterId). The answer's
+// header is v0: only its ErrorCode tells.
+func TestAPIVersionsHeaderState(t *testing.T) {
+	c, commit, applied := behindCluster(t, WaitMax(50*time.Millisecond))
+	other := "another-cluster"
+	own := c.ClusterID()
+	for _, tc := range []struct {
+		name    string
+		version int16
+		st      *headerState
+		want    int16
+		waits   int64
+	}{
+		{"token ahead, v3", 3, &headerState{token: commit}, 1243, 1},
+		{"token ahead, v4, naming the cluster", 4, &headerState{clusterID: &own, token: commit}, 1243, 1},
+		{"token applied", 4, &headerState{clusterID: &own, token: applied}, 0, 0},
+		{"no token", 4, &headerState{token: -1}, 0, 0},
+		{"another cluster", 3, &headerState{clusterID: &other, token: 0}, kerr.RebootstrapRequired.Code, 0},
+		{"no tag 0", 4, nil, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := c.Stats()
+			resp, _ := dialRaw(t, c.Addrs()[0]).do(apiVersionsReq(tc.version), tc.st)
+			av := resp.(*kmsg.ApiVersionsResponse)
+			require.Equal(t, tc.want, av.ErrorCode)
+			if tc.want == 0 {
+				require.NotEmpty(t, av.ApiKeys, "a served answer lists the versions")
+				require.Equal(t, applied, av.FinalizedFeaturesEpoch, "the broker's own applied offset")
+			}
+			require.Equal(t, tc.waits, c.Stats().Waits-before.Waits, "held before the answer")
+		})
+	}
+}

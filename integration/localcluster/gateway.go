@@ -363,10 +363,15 @@ func (cn *conn) handle(frame []byte) error {
 	c.stats.requests.Add(1)
 	x := &exchange{key: h.key, version: h.version, corr: h.corr, flexible: h.flexible && h.key != apiVersionsKey, body: frame[h.bodyOff:]}
 
-	// ApiVersions skips the token rules: kfake answers the KIP-1242 check,
-	// and a client must be able to learn versions before anything else.
-	// Its answer gets the broker's features (api_versions.go).
+	// ApiVersions: kfake answers the KIP-1242 check of its body, and the
+	// answer gets the broker's features (api_versions.go). Tag 0 of its
+	// header (v3+) is judged as on any request (see apiVersionsState).
 	if h.key == apiVersionsKey {
+		if h.hasState && c.readsTokens() {
+			if answered, err := cn.apiVersionsState(x, &h); err != nil || answered {
+				return err
+			}
+		}
 		x.raw = true
 		return cn.forward(x, frame)
 	}
@@ -406,6 +411,37 @@ func (cn *conn) handle(frame []byte) error {
 		return cn.forward(x, fwd)
 	}
 	return cn.forward(x, frame)
+}
+
+// apiVersionsState applies tag 0 of an ApiVersions v3+ header: KIP-1243
+// adds it to RequestHeader v2+ and exempts no API, and the answer carries
+// the finalized features and their epoch, which come from the metadata
+// log. A ClusterId naming another cluster is answered REBOOTSTRAP_REQUIRED,
+// the error KIP-1242 gives for the same check of ApiVersions' own
+// ClusterId ("the request fails and the error code REBOOTSTRAP_REQUIRED is
+// returned"); a token ahead of the broker is held and then answered
+// INCONSISTENT_METADATA, as any request (awaitToken). The answer's header
+// is v0: it reports through its ErrorCode only. It reports answered when
+// the request was answered here.
+func (cn *conn) apiVersionsState(x *exchange, h *requestHeader) (answered bool, err error) {
+	b := cn.b
+	c := b.c
+	if h.state.ClusterID != nil && string(h.state.ClusterID) != c.cfg.clusterID {
+		c.stats.mismatches.Add(1)
+		c.stats.rebootstrap.Add(1)
+		c.cfg.logger.Info("localcluster: answered REBOOTSTRAP_REQUIRED: the ApiVersions header names another cluster",
+			"node", b.node, "remote", cn.client.RemoteAddr().String(), "header_cluster_id", string(h.state.ClusterID), "cluster_id", c.cfg.clusterID)
+		resp, ok := cn.errorAnswer(x, kerr.RebootstrapRequired.Code)
+		if !ok {
+			return true, fmt.Errorf("%w: %q", errClusterIDCheck, h.state.ClusterID)
+		}
+		cn.answerLocal(x, resp, -1)
+		return true, cn.enqueue(x)
+	}
+	if applied := b.appliedOffset(); h.state.Token > applied {
+		return cn.awaitToken(x, h.state.Token, applied)
+	}
+	return false, nil
 }
 
 // awaitToken holds a request whose token is above the broker's applied

@@ -59,7 +59,10 @@ func parseRequestHeader(frame []byte) (requestHeader, error) {
 	}
 	req.SetVersion(h.version)
 	h.flexible = req.IsFlexible()
-	if h.flexible && h.key != apiVersionsKey {
+	// ApiVersions v3+ is sent with header v2 and carries tag 0 like any
+	// request (its answer's header is v0 and carries none); a version
+	// beyond kmsg's is answered by kfake, whatever its header holds.
+	if h.flexible && (h.key != apiVersionsKey || h.version <= req.MaxVersion()) {
 		var rest []byte
 		_, err := wire.EachTag(b, func(tag uint64, data []byte) error {
 			if tag != wire.ConsistencyStateTag {
