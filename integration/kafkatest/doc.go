@@ -29,6 +29,12 @@
 //     certificate is for. [NewStreamForwarder] carries such TLS traffic
 //     and counts the connections made through it.
 //
+//   - [Authorizer] turns ACLs on (KRaft's StandardAuthorizer; what no ACL
+//     allows is refused), so that SASLSSL's users can be given least
+//     privilege. The plaintext listeners' principal, User:ANONYMOUS, stays
+//     a super user: the cluster runs, and [Cluster.Grant] creates ACLs
+//     through them, returning once every node applies them.
+//
 //   - [KIP1243] starts every node with the KIP-1243 Java agent
 //     (kip1243agent/, built with Maven at test time and cached): the
 //     brokers stamp tag 0 on every flexible response header and hold or
