@@ -34,6 +34,12 @@
 //     checker (integration/checker) on three nodes: factory clients (tokens
 //     emulated from KRaft offsets) must break no rule; plain kgo's count in
 //     the same run is reported.
+//   - TestLeastPrivilegeOnKafka: a SCRAM user with ACLs on its own topics
+//     and groups only is refused DescribeQuorum; a factory as that user
+//     must still read its own metadata writes back from every broker, keep
+//     reads monotonic, and say once that it lacks DESCRIBE on CLUSTER
+//     (EventConsistencyLimited); plain kgo is the control. On every
+//     release of kafkatest.MatrixVersions.
 //
 // Java 17+ (and Maven, unless KAFKA_HOME is set) must be installed; see
 // package kafkatest. `go test -short` skips every test here.

@@ -70,8 +70,12 @@ type Healer struct {
 	mu      sync.Mutex
 	closed  bool
 	running bool
-	last    time.Time // when the last check started
-	wg      sync.WaitGroup
+	// denied: DescribeQuorum was refused (CLUSTER_AUTHORIZATION_FAILED):
+	// no check is asked again, since no retry changes an ACL the principal
+	// lacks, and every refusal is an audit line in the broker's log.
+	denied bool
+	last   time.Time // when the last check started
+	wg     sync.WaitGroup
 
 	// Guarded by mu: the covered token requests are held for, and for how
 	// many watch periods (healAfter) they were held in all.
@@ -110,7 +114,7 @@ func (h *Healer) Check() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
-	if h.closed || h.running || (!h.last.IsZero() && now.Sub(h.last) < h.cfg.Every) {
+	if h.closed || h.running || h.denied || (!h.last.IsZero() && now.Sub(h.last) < h.cfg.Every) {
 		return
 	}
 	h.running, h.last = true, now
@@ -120,6 +124,7 @@ func (h *Healer) Check() {
 		err := h.heal(ctx)
 		h.mu.Lock()
 		h.running = false
+		h.denied = h.denied || isAuthorization(err)
 		h.mu.Unlock()
 		if l := h.cfg.Logger; err != nil && l != nil && l.Level() >= kgo.LogLevelDebug {
 			l.Log(kgo.LogLevelDebug, "checking the consistency token against the committed offset failed", "err", err)

@@ -2,11 +2,14 @@ package wire
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kconsist/kconsist/consistency"
 )
@@ -89,5 +92,33 @@ func TestHealerKeepsWriteMadeWhileAsking(t *testing.T) {
 		require.EqualValues(t, 1, o.quorum.Load())
 		require.Equal(t, consistency.MustOf("c", 105), store.Load(), "the write's token is kept")
 		require.Empty(t, healed.get())
+	})
+}
+
+// TestHealerStopsAskingWhenDenied: DescribeQuorum refused for an ACL the
+// principal lacks is not asked again (each refusal is an audit line in
+// the broker's log, and no retry changes an ACL).
+func TestHealerStopsAskingWhenDenied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{err: fmt.Errorf("DescribeQuorum: %w", kerr.ClusterAuthorizationFailed)}
+		owner, _ := healLog(knownStore(t, "c", 100))
+		h := NewHealer(HealerConfig{Tokens: owner, Oracle: o})
+		defer h.Close()
+		for range 5 {
+			h.Check()
+			synctest.Wait()
+			time.Sleep(2 * time.Second)
+		}
+		require.EqualValues(t, 1, o.quorum.Load(), "asked once")
+
+		o.set(func(o *scriptedOracle) { o.err = errors.New("broker gone") })
+		h2 := NewHealer(HealerConfig{Tokens: owner, Oracle: o})
+		defer h2.Close()
+		for range 3 {
+			h2.Check()
+			synctest.Wait()
+			time.Sleep(2 * time.Second)
+		}
+		require.EqualValues(t, 4, o.quorum.Load(), "other failures are asked again")
 	})
 }
