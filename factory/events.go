@@ -305,7 +305,7 @@ func (f *Factory) consistencyOff(reason error) {
 type Stats struct {
 	RequestsStamped      uint64 // requests that carried a token
 	ResponsesRead        uint64
-	TokensAdvanced       uint64 // responses that moved the store forward
+	TokensAdvanced       uint64 // responses whose header token (KIP-1243) moved the store forward; emulated tokens are not counted here (see EventTokenAdvanced)
 	Misroutes            uint64 // connections closed for naming another cluster
 	InconsistentMetadata uint64 // INCONSISTENT_METADATA answers retried
 	Rebootstraps         uint64
