@@ -78,6 +78,11 @@ type Config struct {
 	Addrs []string
 	// ReplicationFactor of the topics the workload creates; default 1.
 	ReplicationFactor int16
+	// Cluster adds options to the local cluster's (after the checker's
+	// own, so they win): the KIP-1243 variants a broker may show
+	// (localcluster.ErrorMode, BehindAnswer, InconsistentTokenIs,
+	// WriteAnswers, WaitMax). Not with Addrs.
+	Cluster []localcluster.Opt
 }
 
 func (c *Config) defaults() error {
@@ -117,6 +122,8 @@ func (c *Config) defaults() error {
 	switch {
 	case len(c.Addrs) > 0 && c.Kafka44:
 		return fmt.Errorf("checker: Kafka44 configures the local cluster, but Addrs names an existing one")
+	case len(c.Addrs) > 0 && len(c.Cluster) > 0:
+		return fmt.Errorf("checker: Cluster configures the local cluster, but Addrs names an existing one")
 	case c.ReplicationFactor < 1:
 		return fmt.Errorf("checker: ReplicationFactor %d: want ≥ 1", c.ReplicationFactor)
 	case c.Ops < 0 || c.Goroutines < 1 || c.Admins < 1 || c.Producers < 1:
@@ -177,6 +184,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		for n := range int32(3) {
 			opts = append(opts, localcluster.BrokerLag(n, randDur(chaosRng, cfg.LagMax)))
 		}
+		opts = append(opts, cfg.Cluster...)
 		var err error
 		if lc, err = localcluster.New(opts...); err != nil {
 			return nil, err

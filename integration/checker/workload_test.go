@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kconsist/kconsist/integration/localcluster"
 )
 
 // shortRun runs seeds 1..seeds of 250 operations in mode: about 1,000
@@ -85,8 +87,42 @@ func TestPlainClientsReadStale(t *testing.T) {
 	require.Zero(t, rep.Count(NoLoss)+rep.Count(NoDuplication), "staleness delays records, never loses them")
 }
 
+// TestFactoryReadsItsWritesEveryVariant: the factory's clients break no
+// rule against each answer KIP-1243 allows a broker that is behind (hold,
+// then INCONSISTENT_METADATA or a closed connection; the error at once,
+// with the judged, applied or fetched offset in its header; writes
+// answered at commit, so a broker's tokens go back down), under the same
+// lag and pauses. One seed each: the suite shares two CPUs.
+func TestFactoryReadsItsWritesEveryVariant(t *testing.T) {
+	t.Parallel()
+	for _, v := range []struct {
+		name string
+		opts []localcluster.Opt
+	}{
+		// A hold of 50ms, below the brokers' lag: writes are answered at
+		// commit, else most would end REQUEST_TIMED_OUT (a broker that did
+		// not apply its write within the hold), of unknown outcome, and
+		// leave too few to judge.
+		{"hold-then-error", []localcluster.Opt{localcluster.WaitMax(50 * time.Millisecond), localcluster.WriteAnswers(localcluster.WritesAtCommit)}},
+		{"hold-then-close", []localcluster.Opt{localcluster.WaitMax(50 * time.Millisecond), localcluster.BehindAnswer(localcluster.BehindClose), localcluster.WriteAnswers(localcluster.WritesAtCommit)}},
+		{"error-judged", []localcluster.Opt{localcluster.ErrorMode(true), localcluster.InconsistentTokenIs(localcluster.TokenJudged)}},
+		{"error-fetched", []localcluster.Opt{localcluster.ErrorMode(true), localcluster.InconsistentTokenIs(localcluster.TokenFetched)}},
+		{"error-close", []localcluster.Opt{localcluster.ErrorMode(true), localcluster.BehindAnswer(localcluster.BehindClose)}},
+		{"error-writes-at-commit", []localcluster.Opt{localcluster.ErrorMode(true), localcluster.WriteAnswers(localcluster.WritesAtCommit)}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			rep, ops := shortRunOn(t, Config{Mode: ModeFactory, Cluster: v.opts}, 1)
+			for _, viol := range rep.Violations {
+				t.Errorf("%v", viol)
+			}
+			require.Empty(t, rep.Violations, "%d operations", ops)
+		})
+	}
+}
+
 func TestConfigValidation(t *testing.T) {
 	for _, c := range []Config{
+		{Addrs: []string{"127.0.0.1:9092"}, Cluster: []localcluster.Opt{localcluster.ErrorMode(true)}},
 		{Mode: "other"},
 		{Goroutines: -1},
 		{LagMax: -time.Second},
