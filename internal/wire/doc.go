@@ -31,7 +31,10 @@
 //     frame held; see inconsistent.go for how each kind of request is then
 //     retried by kgo, and for the size bound.
 //   - With an [Emulator], brokers that send no tokens get tokens made from
-//     their KRaft offsets (see emulate.go).
+//     their KRaft offsets (see emulate.go); where DescribeQuorum is refused
+//     for want of DESCRIBE on CLUSTER, a write's offset is learnt from the
+//     first broker that shows the write (shown.go), whose request the
+//     writer keeps for the reader (writeNotes).
 //   - With a [Healer], a request carrying a token that stays unanswered
 //     for a short bound has the store checked, and once the store no
 //     longer holds that token the connection fails so that kgo sends the
