@@ -203,15 +203,14 @@ func describeQuorumOn(ctx context.Context, cl *kgo.Client, id int32) (int64, err
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return 0, err
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return 0, err
-			}
-			return p.HighWatermark, nil
-		}
+	if len(resp.Topics) == 0 || len(resp.Topics[0].Partitions) == 0 {
+		return 0, errors.New("DescribeQuorum: answer without the metadata partition")
 	}
-	return 0, errors.New("DescribeQuorum: answer without the metadata partition")
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return 0, err
+	}
+	return p.HighWatermark, nil
 }
 
 // lpSuperUser: a factory as the super user, on the same cluster, reads its
@@ -415,21 +414,22 @@ func retentionOn(ctx context.Context, cl *kgo.Client, id int32, topic string) (v
 	if err != nil {
 		return "", false, err
 	}
-	for _, res := range resp.Resources {
-		if err := kerr.ErrorForCode(res.ErrorCode); err != nil {
-			if errors.Is(err, kerr.UnknownTopicOrPartition) {
-				return "", false, nil
-			}
-			return "", false, err
-		}
-		for _, c := range res.Configs {
-			if c.Name == "retention.ms" && c.Value != nil {
-				return *c.Value, true, nil
-			}
-		}
-		return "", true, nil
+	if len(resp.Resources) == 0 {
+		return "", false, errors.New("DescribeConfigs: answer without the topic")
 	}
-	return "", false, errors.New("DescribeConfigs: answer without the topic")
+	res := resp.Resources[0]
+	if err := kerr.ErrorForCode(res.ErrorCode); err != nil {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	for _, c := range res.Configs {
+		if c.Name == "retention.ms" && c.Value != nil {
+			return *c.Value, true, nil
+		}
+	}
+	return "", true, nil
 }
 
 // must runs an admin write. It may fail on a stale answer (kadm looks the
