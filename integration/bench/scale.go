@@ -67,7 +67,7 @@ type scaleConfig struct {
 	// Curve 5: record size, on bare kfake.
 	Sizes       []int
 	SizeBytes   int // bytes of values per consumed topic (records = SizeBytes / size)
-	SizeRounds  int // consumer rounds
+	SizeRounds  int // consumer rounds (runConsume rounds them up to whole sets: consumeRounds)
 	SizeProduce overheadConfig
 }
 
@@ -90,7 +90,7 @@ func scalePlan(quick bool) scaleConfig {
 		TopicBrokers: []int{3, 24}, Topics: []int{1, 10, 100, 1000}, TopicPartitions: 10, TopicLag: 50 * time.Millisecond, TopicTrials: 5,
 		PollEvery: 100 * time.Millisecond, UsableTrials: 50, UsableLag: 50 * time.Millisecond,
 		Producers: []int{1, 8, 64, 256}, ProducerRounds: 8, ProducerTotal: 20000,
-		Sizes: []int{100, 1024, 10240}, SizeBytes: 20 << 20, SizeRounds: 20,
+		Sizes: []int{100, 1024, 10240}, SizeBytes: 20 << 20, SizeRounds: 24,
 		SizeProduce: overheadConfig{Rounds: 12, Blocks: 4, Records: 4000, Latencies: 150},
 	}
 }

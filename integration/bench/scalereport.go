@@ -40,6 +40,10 @@ func coresBusy(cpu, tput []float64) float64 {
 	return quantile(xs, 0.5)
 }
 
+// appendPollColor draws the consumer's AppendPoll, a lighter blue than
+// Records' and Poll's.
+var appendPollColor = color.RGBA{R: 0x6b, G: 0xae, B: 0xd6, A: 0xff}
+
 // curveSeries is one line of a curve chart.
 type curveSeries struct {
 	name  string
@@ -381,32 +385,35 @@ func scaleMarkdown(w *bytes.Buffer, r *scaleResult, out, chartDir string) error 
 	// Curve 5.
 	w.WriteString("### Record size, on bare kfake\n\n")
 	fmt.Fprintf(w, "Where: bare kfake (no gateways: the fastest broker at hand), 3 brokers, topics of 3 partitions, per value size a "+
-		"fresh cluster. Consumer: the consumer comparison of its own section (factory `Records`, `Poll`, `Records` with JSON; plain kgo "+
-		"`PollFetches`; control) on a topic of %s of values (records = that / size, at least 100), %d rounds. Producer: the "+
+		"fresh cluster. Consumer: the consumer comparison of its own section (factory `Records`, `Poll`, `AppendPoll`, `Records` with JSON; "+
+		"plain kgo `PollFetches`; control) on a topic of %s of values (records = that / size, at least 100), %d rounds. Producer: the "+
 		"producer comparison of section 1 with that value size (%d rounds of %d-record bursts, fewer records above 1 KiB so the "+
-		"bytes stay alike, %d sequential produces per client). Ratios: factory / kgo ×2, 95%% bootstrap intervals. `AppendPoll` is not "+
-		"measured here.\n\n", bytesText(float64(c.SizeBytes)), c.SizeRounds, c.SizeProduce.Rounds, c.SizeProduce.Records, c.SizeProduce.Latencies)
-	w.WriteString("| value size | records | consumer `Records` / kgo | consumer `Poll` / kgo | consumer control / plain | producer throughput / kgo | producer p99 / kgo | producer control / plain | consumer ≥ 0.95 (`Records`) |\n|---|---|---|---|---|---|---|---|---|\n")
-	var sxs, srec, spoll, sprod []float64
+		"bytes stay alike, %d sequential produces per client). Ratios: factory / kgo ×2, 95%% bootstrap intervals.\n\n",
+		bytesText(float64(c.SizeBytes)), consumeRounds(c.SizeRounds), c.SizeProduce.Rounds, c.SizeProduce.Records, c.SizeProduce.Latencies)
+	w.WriteString("| value size | records | consumer `Records` / kgo | consumer `Poll` / kgo | consumer `AppendPoll` / kgo | consumer control / plain | producer throughput / kgo | producer p99 / kgo | producer control / plain | consumer ≥ 0.95 (`Records`) |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	var sxs, srec, spoll, sappend, sprod []float64
 	for _, pt := range r.Sizes {
 		cr := pt.Consume
 		rc, rlo, rhi := ratioCell(cr.ratios(&cr.Tput, rFactory))
 		pc, _, _ := ratioCell(cr.ratios(&cr.Tput, rFactoryPoll))
+		ac, _, _ := ratioCell(cr.ratios(&cr.Tput, rFactoryAppend))
 		cc, _, _ := ratioCell(cr.ratios(&cr.Tput, rControl))
 		o := pt.Produce
 		tlo, thi := o.medianCI(o.tputRatios(vFactory))
 		plo, phi := o.pooledCI(vFactory, 0.99)
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s [%s, %s] | %s [%s, %s] | %s | %s |\n", bytesText(float64(pt.Size)), cr.Cfg.Records, rc, pc, cc,
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s [%s, %s] | %s [%s, %s] | %s | %s |\n", bytesText(float64(pt.Size)), cr.Cfg.Records, rc, pc, ac, cc,
 			f3(spreadOf(o.tputRatios(vFactory)).Median), f3(tlo), f3(thi), f3(o.pooledRatio(vFactory, 0.99)), f3(plo), f3(phi),
 			f3(spreadOf(o.tputRatios(vControl)).Median), verdict(rlo, rhi, 0.95, true))
 		sxs = append(sxs, float64(pt.Size))
 		srec = append(srec, ratioMedian(cr.ratios(&cr.Tput, rFactory)))
 		spoll = append(spoll, ratioMedian(cr.ratios(&cr.Tput, rFactoryPoll)))
+		sappend = append(sappend, ratioMedian(cr.ratios(&cr.Tput, rFactoryAppend)))
 		sprod = append(sprod, spreadOf(o.tputRatios(vFactory)).Median)
 	}
 	w.WriteString("\n")
 	ch, err := curveChart(chartDir, "scale_sizes.png", "Throughput / kgo ×2 by value size, bare kfake", "value bytes", "ratio",
-		sxs, []curveSeries{{"consumer Records", srec, colors[0], false}, {"consumer Poll", spoll, darkColors[0], true}, {"producer", sprod, colors[3], false}})
+		sxs, []curveSeries{{"consumer Records", srec, colors[0], false}, {"consumer Poll", spoll, darkColors[0], true},
+			{"consumer AppendPoll", sappend, appendPollColor, true}, {"producer", sprod, colors[3], false}})
 	if err != nil {
 		return err
 	}
