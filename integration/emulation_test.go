@@ -39,20 +39,27 @@ func (m *modeEvents) offs() []error {
 
 // knownOn asks broker id directly whether it knows topic.
 func knownOn(ctx context.Context, cl *kgo.Client, id int32, topic string) (bool, error) {
+	partitions, err := partitionsOn(ctx, cl, id, topic)
+	return partitions >= 0, err
+}
+
+// partitionsOn asks broker id directly how many partitions topic has: -1
+// when it does not know the topic.
+func partitionsOn(ctx context.Context, cl *kgo.Client, id int32, topic string) (int, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
 	if err != nil {
-		return false, err
+		return -1, err
 	}
 	for _, t := range resp.Topics {
-		if t.Topic != nil && *t.Topic == topic {
-			return t.ErrorCode == 0, nil
+		if t.Topic != nil && *t.Topic == topic && t.ErrorCode == 0 {
+			return len(t.Partitions), nil
 		}
 	}
-	return false, nil
+	return -1, nil
 }
 
 // staleAfterCreates creates topics through cl and counts the answers of

@@ -30,22 +30,11 @@ type readBack struct {
 // config key.
 func readBackOn(ctx context.Context, cl *kgo.Client, id int32, topic, key string) (readBack, error) {
 	var rb readBack
-	m := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr(topic)
-	m.Topics = append(m.Topics, mt)
-	resp, err := m.RequestWith(ctx, cl.Broker(int(id)))
-	if err != nil {
+	partitions, err := partitionsOn(ctx, cl, id, topic)
+	if err != nil || partitions < 0 {
 		return rb, err
 	}
-	for _, t := range resp.Topics {
-		if t.Topic != nil && *t.Topic == topic && t.ErrorCode == 0 {
-			rb.listed, rb.partitions = true, len(t.Partitions)
-		}
-	}
-	if !rb.listed {
-		return rb, nil
-	}
+	rb.listed, rb.partitions = true, partitions
 	d := kmsg.NewPtrDescribeConfigsRequest()
 	res := kmsg.NewDescribeConfigsRequestResource()
 	res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{key}

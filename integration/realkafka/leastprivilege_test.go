@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -83,7 +82,7 @@ func leastPrivilegeOn(t *testing.T, version string) {
 	denied := lpDenials(t, c, lpApp.Name)
 
 	ev := &events{}
-	warns := &warnLines{}
+	warns := &testkit.Warnings{}
 	f, err := factory.New(factory.BootstrapServers(c.SecureAddrs()...), factory.TLS(c.TLSConfig()),
 		factory.SASL(factory.ScramSHA512, lpApp.Name, lpApp.Password), factory.ClientID("lp-factory"),
 		factory.Logger(slog.New(warns)), factory.WithObserver(ev))
@@ -147,7 +146,7 @@ func leastPrivilegeOn(t *testing.T, version string) {
 		}
 	}
 	t.Logf("factory events by kind: %v", ev.kinds())
-	for _, w := range warns.snapshot() {
+	for _, w := range warns.All() {
 		t.Logf("factory warning: %s", w)
 	}
 
@@ -163,7 +162,7 @@ func leastPrivilegeOn(t *testing.T, version string) {
 		assert.ErrorContains(t, limited[0].Err, lpNeed)
 	}
 	assert.Zero(t, ev.kinds()[factory.EventConsistencyOff], "the factory turned tokens off instead of keeping those that need no cluster ACL")
-	assert.Equal(t, 1, warns.count(lpNeed), "want one warning naming %s", lpNeed)
+	assert.Equal(t, 1, countMentions(warns.All(), lpNeed), "want one warning naming %s", lpNeed)
 
 	t.Run("SuperUser", func(t *testing.T) { lpSuperUser(ctx, t, c, ids) })
 }
@@ -217,7 +216,7 @@ func describeQuorumOn(ctx context.Context, cl *kgo.Client, id int32) (int64, err
 // writes back from every broker and is not limited.
 func lpSuperUser(ctx context.Context, t *testing.T, c *kafkatest.Cluster, ids []int32) {
 	ev := &events{}
-	warns := &warnLines{}
+	warns := &testkit.Warnings{}
 	f, err := factory.New(factory.BootstrapServers(c.SecureAddrs()...), factory.TLS(c.TLSConfig()),
 		factory.SASL(factory.ScramSHA512, lpAdmin.Name, lpAdmin.Password), factory.ClientID("lp-super"),
 		factory.Logger(slog.New(warns)), factory.WithObserver(ev))
@@ -231,12 +230,12 @@ func lpSuperUser(ctx context.Context, t *testing.T, c *kafkatest.Cluster, ids []
 	defer cl.Close()
 	s := newLPSide("factory (super user)", adm, cl)
 	s.trial(ctx, t, ids, "su-0", 0)
-	t.Logf("%s: %d stale of %d answers %v; events by kind %v; warnings %q", s.name, sumOf(s.stale), sumOf(s.reads), s.stale, ev.kinds(), warns.snapshot())
+	t.Logf("%s: %d stale of %d answers %v; events by kind %v; warnings %q", s.name, sumOf(s.stale), sumOf(s.reads), s.stale, ev.kinds(), warns.All())
 	assert.Zero(t, sumOf(s.stale))
 	kinds := ev.kinds()
 	assert.Zero(t, kinds[factory.EventConsistencyLimited], "the super user may describe the quorum")
 	assert.Zero(t, kinds[factory.EventConsistencyOff])
-	assert.Zero(t, warns.count(lpNeed))
+	assert.Zero(t, countMentions(warns.All(), lpNeed))
 }
 
 // lpPlainClient is a franz-go client (no SDK) logged in as u over SASL_SSL.
@@ -542,39 +541,10 @@ func (s *lpSide) follow(ctx context.Context, t *testing.T, writer *kadm.Client, 
 	}
 }
 
-// warnLines is a slog handler for factory.Logger that keeps every warning
-// and error, with its attributes.
-type warnLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (w *warnLines) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-func (w *warnLines) WithAttrs([]slog.Attr) slog.Handler           { return w }
-func (w *warnLines) WithGroup(string) slog.Handler                { return w }
-func (w *warnLines) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", r.Level, r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		return true
-	})
-	w.mu.Lock()
-	w.lines = append(w.lines, b.String())
-	w.mu.Unlock()
-	return nil
-}
-
-func (w *warnLines) snapshot() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.lines)
-}
-
-// count returns how many lines mention text.
-func (w *warnLines) count(text string) int {
+// countMentions returns how many of lines mention text.
+func countMentions(lines []string, text string) int {
 	n := 0
-	for _, l := range w.snapshot() {
+	for _, l := range lines {
 		if strings.Contains(l, text) {
 			n++
 		}

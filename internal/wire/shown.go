@@ -63,37 +63,27 @@ type shown struct {
 func shownBy(req kmsg.Request, resp kmsg.Response) (*shown, bool) {
 	switch q := req.(type) {
 	case *kmsg.CreateTopicsRequest:
-		r, ok := resp.(*kmsg.CreateTopicsResponse)
-		if !ok {
-			return nil, false
-		}
-		return createdShown(q, r), true
+		return answeredBy(q, resp, createdShown)
 	case *kmsg.DeleteTopicsRequest:
-		r, ok := resp.(*kmsg.DeleteTopicsResponse)
-		if !ok {
-			return nil, false
-		}
-		return deletedShown(r)
+		return answeredBy(q, resp, deletedShown)
 	case *kmsg.CreatePartitionsRequest:
-		r, ok := resp.(*kmsg.CreatePartitionsResponse)
-		if !ok {
-			return nil, false
-		}
-		return partitionsShown(q, r), true
+		return answeredBy(q, resp, partitionsShown)
 	case *kmsg.IncrementalAlterConfigsRequest:
-		r, ok := resp.(*kmsg.IncrementalAlterConfigsResponse)
-		if !ok {
-			return nil, false
-		}
-		return incrementalShown(q, r)
+		return answeredBy(q, resp, incrementalShown)
 	case *kmsg.AlterConfigsRequest:
-		r, ok := resp.(*kmsg.AlterConfigsResponse)
-		if !ok {
-			return nil, false
-		}
-		return alteredShown(q, r)
+		return answeredBy(q, resp, alteredShown)
 	}
 	return nil, false
+}
+
+// answeredBy calls fn with q and resp as the answer type R it expects;
+// false when resp is not one.
+func answeredBy[Q any, R kmsg.Response](q Q, resp kmsg.Response, fn func(Q, R) (*shown, bool)) (*shown, bool) {
+	r, ok := resp.(R)
+	if !ok {
+		return nil, false
+	}
+	return fn(q, r)
 }
 
 // topicsQuestion is a Metadata request for the topics names, which never
@@ -119,9 +109,9 @@ func listed(m *kmsg.MetadataResponse, name string) *kmsg.MetadataResponseTopic {
 	return nil
 }
 
-func createdShown(q *kmsg.CreateTopicsRequest, r *kmsg.CreateTopicsResponse) *shown {
+func createdShown(q *kmsg.CreateTopicsRequest, r *kmsg.CreateTopicsResponse) (*shown, bool) {
 	if q.ValidateOnly {
-		return nil
+		return nil, true
 	}
 	ids := map[string][16]byte{}
 	for _, t := range r.Topics {
@@ -130,7 +120,7 @@ func createdShown(q *kmsg.CreateTopicsRequest, r *kmsg.CreateTopicsResponse) *sh
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return nil, true
 	}
 	names := sortedKeys(ids)
 	return &shown{ask: topicsQuestion(names), shows: func(resp kmsg.Response) bool {
@@ -145,10 +135,10 @@ func createdShown(q *kmsg.CreateTopicsRequest, r *kmsg.CreateTopicsResponse) *sh
 			}
 		}
 		return true
-	}}
+	}}, true
 }
 
-func deletedShown(r *kmsg.DeleteTopicsResponse) (*shown, bool) {
+func deletedShown(_ *kmsg.DeleteTopicsRequest, r *kmsg.DeleteTopicsResponse) (*shown, bool) {
 	ids := map[string][16]byte{}
 	for _, t := range r.Topics {
 		if t.ErrorCode != 0 {
@@ -182,9 +172,9 @@ func deletedShown(r *kmsg.DeleteTopicsResponse) (*shown, bool) {
 	}}, true
 }
 
-func partitionsShown(q *kmsg.CreatePartitionsRequest, r *kmsg.CreatePartitionsResponse) *shown {
+func partitionsShown(q *kmsg.CreatePartitionsRequest, r *kmsg.CreatePartitionsResponse) (*shown, bool) {
 	if q.ValidateOnly {
-		return nil
+		return nil, true
 	}
 	counts := map[string]int{}
 	for _, t := range r.Topics {
@@ -198,7 +188,7 @@ func partitionsShown(q *kmsg.CreatePartitionsRequest, r *kmsg.CreatePartitionsRe
 		}
 	}
 	if len(counts) == 0 {
-		return nil
+		return nil, true
 	}
 	names := sortedKeys(counts)
 	return &shown{ask: topicsQuestion(names), shows: func(resp kmsg.Response) bool {
@@ -212,7 +202,7 @@ func partitionsShown(q *kmsg.CreatePartitionsRequest, r *kmsg.CreatePartitionsRe
 			}
 		}
 		return true
-	}}
+	}}, true
 }
 
 // configWant is a topic config value a broker must show: equal to value
@@ -283,60 +273,81 @@ func configsShown(want map[string][]configWant) *shown {
 	}}
 }
 
-func incrementalShown(q *kmsg.IncrementalAlterConfigsRequest, r *kmsg.IncrementalAlterConfigsResponse) (*shown, bool) {
-	if q.ValidateOnly {
+// answered is one resource of a config write's answer.
+type answered struct {
+	typ  kmsg.ConfigResourceType
+	name string
+	code int16
+}
+
+// configWrite returns how a broker shows a config write: for each
+// resource of its answer that succeeded, the configs its request changed
+// (wants). Nil and true when it changed nothing (validate only, every
+// resource failed); false when a changed resource is not a topic, whose
+// configs no broker's answer is asked for here.
+func configWrite(validateOnly bool, resources []answered, wants func(answered) []configWant) (*shown, bool) {
+	if validateOnly {
 		return nil, true
 	}
 	want := map[string][]configWant{}
-	for _, res := range r.Resources {
-		if res.ErrorCode != 0 {
+	for _, res := range resources {
+		if res.code != 0 {
 			continue
 		}
-		if res.ResourceType != kmsg.ConfigResourceTypeTopic {
+		if res.typ != kmsg.ConfigResourceTypeTopic {
 			return nil, false
 		}
-		for _, w := range q.Resources {
-			if w.ResourceType != res.ResourceType || w.ResourceName != res.ResourceName {
-				continue
-			}
-			for _, c := range w.Configs {
-				v := ""
-				if c.Value != nil {
-					v = *c.Value
-				}
-				want[res.ResourceName] = append(want[res.ResourceName], configWant{name: c.Name, value: v, op: c.Op})
-			}
-		}
+		want[res.name] = append(want[res.name], wants(res)...)
 	}
 	return configsShown(want), true
 }
 
-func alteredShown(q *kmsg.AlterConfigsRequest, r *kmsg.AlterConfigsResponse) (*shown, bool) {
-	if q.ValidateOnly {
-		return nil, true
-	}
-	want := map[string][]configWant{}
+func incrementalShown(q *kmsg.IncrementalAlterConfigsRequest, r *kmsg.IncrementalAlterConfigsResponse) (*shown, bool) {
+	var resources []answered
 	for _, res := range r.Resources {
-		if res.ErrorCode != 0 {
-			continue
-		}
-		if res.ResourceType != kmsg.ConfigResourceTypeTopic {
-			return nil, false
-		}
+		resources = append(resources, answered{res.ResourceType, res.ResourceName, res.ErrorCode})
+	}
+	return configWrite(q.ValidateOnly, resources, func(a answered) (ws []configWant) {
 		for _, w := range q.Resources {
-			if w.ResourceType != res.ResourceType || w.ResourceName != res.ResourceName {
-				continue
-			}
 			for _, c := range w.Configs {
+				if w.ResourceType == a.typ && w.ResourceName == a.name {
+					ws = append(ws, configWant{name: c.Name, value: deref(c.Value), op: c.Op})
+				}
+			}
+		}
+		return ws
+	})
+}
+
+// alteredShown: AlterConfigs replaces a resource's configs; a config
+// given a value shows it, one given none is not set on the topic.
+func alteredShown(q *kmsg.AlterConfigsRequest, r *kmsg.AlterConfigsResponse) (*shown, bool) {
+	var resources []answered
+	for _, res := range r.Resources {
+		resources = append(resources, answered{res.ResourceType, res.ResourceName, res.ErrorCode})
+	}
+	return configWrite(q.ValidateOnly, resources, func(a answered) (ws []configWant) {
+		for _, w := range q.Resources {
+			for _, c := range w.Configs {
+				if w.ResourceType != a.typ || w.ResourceName != a.name {
+					continue
+				}
 				cw := configWant{name: c.Name, op: kmsg.IncrementalAlterConfigOpDelete}
 				if c.Value != nil {
 					cw.value, cw.op = *c.Value, kmsg.IncrementalAlterConfigOpSet
 				}
-				want[res.ResourceName] = append(want[res.ResourceName], cw)
+				ws = append(ws, cw)
 			}
 		}
+		return ws
+	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
 	}
-	return configsShown(want), true
+	return *s
 }
 
 func sortedKeys[V any](m map[string]V) []string {
