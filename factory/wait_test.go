@@ -486,13 +486,16 @@ func TestWaitAppliedCostPerBroker(t *testing.T) {
 			requests, conns := after.Requests-before.Requests, after.Connections-before.Connections
 			t.Logf("%d brokers: %d requests (%d ApiVersions), %d connections", brokers, requests, av.Load(), conns)
 			// Per broker: handshake, ApiVersions. For the wait: the
-			// listing (a handshake and a Metadata, one more pair if the
-			// first bootstrap server is slow), franz-go's own Metadata of
-			// the brokers (perhaps on a connection of its own), the
-			// topics' Metadata and the ApiVersions that pins it.
-			require.LessOrEqual(t, requests, int64(2*brokers+8))
-			require.LessOrEqual(t, conns, int64(brokers+3))
-			require.LessOrEqual(t, av.Load(), int64(2*brokers+4))
+			// listing (a handshake and a Metadata, one or two more pairs
+			// when bootstrap servers are slow and the listing is hedged
+			// to the next: on a loaded machine 15 requests at 3 brokers
+			// and 33 at 12 were seen), franz-go's own Metadata of the
+			// brokers (perhaps on a connection of its own), the topics'
+			// Metadata and the ApiVersions that pins it. The bounds still
+			// fail the client-per-broker design (20 at 3, 86 at 12).
+			require.LessOrEqual(t, requests, int64(2*brokers+12))
+			require.LessOrEqual(t, conns, int64(brokers+5))
+			require.LessOrEqual(t, av.Load(), int64(2*brokers+6))
 			require.Zero(t, after.Waits-before.Waits, "a request held for a token")
 		})
 	}
