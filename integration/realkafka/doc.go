@@ -40,6 +40,11 @@
 //     reads monotonic, and say once that it lacks DESCRIBE on CLUSTER
 //     (EventConsistencyLimited); plain kgo is the control. On every
 //     release of kafkatest.MatrixVersions.
+//   - TestAddressSwitchBefore44 switches an address from one Kafka 4.0
+//     cluster to another (ApiVersions v4: no KIP-1242 check) under a
+//     producing factory: one EventClusterCheckOff says the check is off,
+//     and what lands on the other cluster is logged (no acknowledged
+//     record lost); Kafka 4.4 as the control puts none there.
 //
 // Java 17+ (and Maven, unless KAFKA_HOME is set) must be installed; see
 // package kafkatest. `go test -short` skips every test here.
