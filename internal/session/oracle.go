@@ -189,7 +189,11 @@ func (o *oracle) committedFrom(ctx context.Context, broker *kgo.Broker, id int32
 	if err != nil {
 		return consistency.Token{}, err
 	}
-	after, err := o.metadata(ctx, broker)
+	// Asked of the one broker, not the cluster: its answer checks the
+	// cluster, and is not noted as the cluster's (a broker of another
+	// cluster at a listed address would otherwise become the cluster
+	// every later probe answer is taken for).
+	after, err := brokersMetadata(ctx, broker)
 	if err != nil {
 		return consistency.Token{}, err
 	}
@@ -272,9 +276,9 @@ func unsupported(err error) bool {
 	return errors.Is(err, kerr.UnsupportedVersion) || strings.Contains(err.Error(), "broker is too old")
 }
 
-// metadata asks r for the cluster's brokers (no topics), notes their
-// addresses and returns the answer, which names a cluster.
-func (o *oracle) metadata(ctx context.Context, r kmsg.Requestor) (*kmsg.MetadataResponse, error) {
+// askMetadata asks r for the cluster's brokers (no topics) and returns the
+// answer, which names a cluster.
+func brokersMetadata(ctx context.Context, r kmsg.Requestor) (*kmsg.MetadataResponse, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Topics = []kmsg.MetadataRequestTopic{}
 	resp, err := req.RequestWith(ctx, r)
@@ -283,6 +287,17 @@ func (o *oracle) metadata(ctx context.Context, r kmsg.Requestor) (*kmsg.Metadata
 	}
 	if resp.ClusterID == nil || *resp.ClusterID == "" {
 		return nil, fmt.Errorf("metadata answer names no cluster id")
+	}
+	return resp, nil
+}
+
+// metadata asks r (the oracle's client, which asks the bootstrap servers
+// or any broker they listed) for the cluster's brokers, notes their
+// addresses and the cluster, and returns the answer.
+func (o *oracle) metadata(ctx context.Context, r kmsg.Requestor) (*kmsg.MetadataResponse, error) {
+	resp, err := brokersMetadata(ctx, r)
+	if err != nil {
+		return nil, err
 	}
 	nodes := seedNodes(o.s.cfg.Base.Seeds)
 	for _, b := range resp.Brokers {

@@ -253,3 +253,45 @@ func TestOracleRenewedOnClusterChange(t *testing.T) {
 		})
 	}
 }
+
+// TestMixedAnswerDoesNotRenameCluster: a listed broker that answers for
+// another cluster (an address moved under it) makes Committed refuse the
+// answer, and leaves the cluster the oracle knows as the bootstrap
+// servers named it: a later probe's applied offset is not reported as a
+// token of the other cluster. (The check's own Metadata answer was noted
+// as the cluster's, and the next probe of that address reported the other
+// cluster: a factory whose store was still Unknown then took the other
+// cluster's offset as its token, with no event, on Kafka 4.0 behind a
+// switched address.)
+func TestMixedAnswerDoesNotRenameCluster(t *testing.T) {
+	k := newKraftFake(t)
+	ids := []string{"cluster-a", "cluster-b"}
+	var asked atomic.Int64
+	host, port, err := net.SplitHostPort(k.seeds[0])
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	k.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		k.KeepControl()
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		id := ids[(asked.Add(1)-1)%2] // the bootstrap servers' answer, then the broker's
+		resp.ClusterID = &id
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = 0, host, int32(p)
+		resp.Brokers = append(resp.Brokers, b)
+		resp.ControllerID = 0
+		return resp, nil, true
+	})
+	hwm := func() int64 { return 11 }
+	k.quorumHWM.Store(&hwm)
+	s, err := New(Config{Store: consistency.NewMemoryStore(), Base: k.build(), ErrClosed: errClosed, ErrConfig: errConfig})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err = s.oracle.Committed(ctx)
+	require.ErrorIs(t, err, errMixed)
+	cluster, _, err := s.oracle.Applied(ctx, k.seeds[0], -1)
+	require.NoError(t, err)
+	require.Equal(t, "cluster-a", cluster, "the cluster the bootstrap servers named")
+}
