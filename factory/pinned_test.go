@@ -1,7 +1,6 @@
 package factory
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -18,37 +17,18 @@ import (
 	"github.com/kconsist/kconsist/rebootstrap"
 )
 
-// warnings is a slog handler that keeps the messages logged at Warn or
-// above.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
+// warnings keeps the messages logged at Warn or above.
+type warnings struct{ testkit.Warnings }
 
-func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return true }
-func (w *warnings) Handle(_ context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn {
-		w.mu.Lock()
-		msg := r.Message
-		r.Attrs(func(a slog.Attr) bool { msg += " " + a.String(); return true })
-		w.msgs = append(w.msgs, msg)
-		w.mu.Unlock()
-	}
-	return nil
-}
-func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
-func (w *warnings) WithGroup(string) slog.Handler      { return w }
+func (w *warnings) all() []string { return w.All() }
 
-func (w *warnings) all() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.msgs...)
-}
+func (w *warnings) count() int { return len(w.All()) }
 
-func (w *warnings) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.msgs)
+// fromRetired reports whether a warning is franz-go's note that a request
+// of a client being closed was cancelled: the retired client's last words,
+// which may come after its close returned.
+func fromRetired(msg string) bool {
+	return strings.Contains(msg, "requeueing unattempted request") && strings.Contains(msg, "context canceled")
 }
 
 // retiredClients is a kgo hook that remembers the clients closed.
@@ -130,7 +110,13 @@ func TestPinnedSwitchFailsFast(t *testing.T) {
 	// millisecond, and one given to the client instead waits for its
 	// context's end (the 30 s of testkit.Ctx: ErrorIs above fails then).
 	require.Less(t, slowest, 5*time.Second, "a record took that long to fail")
-	require.Equal(t, warned, warns.count(), "warnings while records fail: %q", warns.all()[warned:])
+	var during []string
+	for _, m := range warns.all()[warned:] {
+		if !fromRetired(m) {
+			during = append(during, m)
+		}
+	}
+	require.Empty(t, during, "warnings while records fail")
 	// One recheck a second at most, each one ApiVersions, plus one for a
 	// check due as the window opened: the bound follows the window's
 	// measured length, so a loaded machine that stretches it cannot fail
