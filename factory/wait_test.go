@@ -429,8 +429,13 @@ func TestWaitErrorSplitsWhatIsPending(t *testing.T) {
 func TestWaitAppliedEveryBrokerBehind(t *testing.T) {
 	lc := waitCluster(t, localcluster.Native(false))
 	f := waitFactory(t, lc)
-	createTopic(t, f, "first", 1) // every broker applied it
+	createTopic(t, f, "first", 1)
 	for node := range int32(3) {
+		// Every broker applied it before it starts lagging: on a loaded
+		// machine one had not yet, and then lagged an hour behind the
+		// token, which held the next create's request until the test's
+		// context ended.
+		require.NoError(t, lc.WaitApplied(testkit.Ctx(t), node, f.Token().Offset()))
 		require.NoError(t, lc.SetLag(node, time.Hour))
 	}
 	createTopic(t, f, "late", 1)
