@@ -28,21 +28,7 @@ func TestCommittedIsOfOneCluster(t *testing.T) {
 	ids := []string{"cluster-a", "cluster-b"}
 	hwms := []int64{11, 501}
 	var turn atomic.Int64
-	host, port, err := net.SplitHostPort(k.seeds[0])
-	require.NoError(t, err)
-	p, err := strconv.Atoi(port)
-	require.NoError(t, err)
-	k.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		k.KeepControl()
-		resp := req.ResponseKind().(*kmsg.MetadataResponse)
-		id := ids[turn.Load()%2]
-		resp.ClusterID = &id
-		b := kmsg.NewMetadataResponseBroker()
-		b.NodeID, b.Host, b.Port = 0, host, int32(p)
-		resp.Brokers = append(resp.Brokers, b)
-		resp.ControllerID = 0
-		return resp, nil, true
-	})
+	answerMetadataAs(t, k, func() string { return ids[turn.Load()%2] })
 	answer := func() int64 { return hwms[turn.Add(1)%2] } // answered, then the cluster changes
 	k.quorumHWM.Store(&answer)
 	want := map[string]int64{"cluster-a": 10, "cluster-b": 500}
@@ -254,6 +240,27 @@ func TestOracleRenewedOnClusterChange(t *testing.T) {
 	}
 }
 
+// answerMetadataAs makes k answer every Metadata as the cluster cluster()
+// names at that moment, listing its one broker, node 0, as controller.
+func answerMetadataAs(t *testing.T, k *kraftFake, cluster func() string) {
+	t.Helper()
+	host, port, err := net.SplitHostPort(k.seeds[0])
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	k.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		k.KeepControl()
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		id := cluster()
+		resp.ClusterID = &id
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = 0, host, int32(p)
+		resp.Brokers = append(resp.Brokers, b)
+		resp.ControllerID = 0
+		return resp, nil, true
+	})
+}
+
 // TestMixedAnswerDoesNotRenameCluster: a listed broker that answers for
 // another cluster (an address moved under it) makes Committed refuse the
 // answer, and leaves the cluster the oracle knows as the bootstrap
@@ -267,21 +274,7 @@ func TestMixedAnswerDoesNotRenameCluster(t *testing.T) {
 	k := newKraftFake(t)
 	ids := []string{"cluster-a", "cluster-b"}
 	var asked atomic.Int64
-	host, port, err := net.SplitHostPort(k.seeds[0])
-	require.NoError(t, err)
-	p, err := strconv.Atoi(port)
-	require.NoError(t, err)
-	k.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		k.KeepControl()
-		resp := req.ResponseKind().(*kmsg.MetadataResponse)
-		id := ids[(asked.Add(1)-1)%2] // the bootstrap servers' answer, then the broker's
-		resp.ClusterID = &id
-		b := kmsg.NewMetadataResponseBroker()
-		b.NodeID, b.Host, b.Port = 0, host, int32(p)
-		resp.Brokers = append(resp.Brokers, b)
-		resp.ControllerID = 0
-		return resp, nil, true
-	})
+	answerMetadataAs(t, k, func() string { return ids[(asked.Add(1)-1)%2] }) // the bootstrap servers' answer, then the broker's
 	hwm := func() int64 { return 11 }
 	k.quorumHWM.Store(&hwm)
 	s, err := New(Config{Store: consistency.NewMemoryStore(), Base: k.build(), ErrClosed: errClosed, ErrConfig: errConfig})

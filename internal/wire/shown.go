@@ -109,6 +109,25 @@ func listed(m *kmsg.MetadataResponse, name string) *kmsg.MetadataResponseTopic {
 	return nil
 }
 
+// topicsShown asks a broker's Metadata for the topics keyed in topics
+// and shows the write when every one passes ok (its entry, nil when the
+// answer does not list it).
+func topicsShown[V any](topics map[string]V, floor bool, ok func(name string, t *kmsg.MetadataResponseTopic) bool) *shown {
+	names := sortedKeys(topics)
+	return &shown{ask: topicsQuestion(names), floor: floor, shows: func(resp kmsg.Response) bool {
+		m, isMeta := resp.(*kmsg.MetadataResponse)
+		if !isMeta {
+			return false
+		}
+		for _, n := range names {
+			if !ok(n, listed(m, n)) {
+				return false
+			}
+		}
+		return true
+	}}
+}
+
 func createdShown(q *kmsg.CreateTopicsRequest, r *kmsg.CreateTopicsResponse) (*shown, bool) {
 	if q.ValidateOnly {
 		return nil, true
@@ -122,20 +141,9 @@ func createdShown(q *kmsg.CreateTopicsRequest, r *kmsg.CreateTopicsResponse) (*s
 	if len(ids) == 0 {
 		return nil, true
 	}
-	names := sortedKeys(ids)
-	return &shown{ask: topicsQuestion(names), shows: func(resp kmsg.Response) bool {
-		m, ok := resp.(*kmsg.MetadataResponse)
-		if !ok {
-			return false
-		}
-		for _, n := range names {
-			t := listed(m, n)
-			if t == nil || t.ErrorCode != 0 || len(t.Partitions) == 0 || (ids[n] != [16]byte{} && t.TopicID != ids[n]) {
-				return false
-			}
-		}
-		return true
-	}}, true
+	return topicsShown(ids, false, func(n string, t *kmsg.MetadataResponseTopic) bool {
+		return t != nil && t.ErrorCode == 0 && len(t.Partitions) > 0 && (ids[n] == [16]byte{} || t.TopicID == ids[n])
+	}), true
 }
 
 func deletedShown(_ *kmsg.DeleteTopicsRequest, r *kmsg.DeleteTopicsResponse) (*shown, bool) {
@@ -152,24 +160,15 @@ func deletedShown(_ *kmsg.DeleteTopicsRequest, r *kmsg.DeleteTopicsResponse) (*s
 	if len(ids) == 0 {
 		return nil, true
 	}
-	names := sortedKeys(ids)
-	return &shown{ask: topicsQuestion(names), floor: true, shows: func(resp kmsg.Response) bool {
-		m, ok := resp.(*kmsg.MetadataResponse)
-		if !ok {
-			return false
+	return topicsShown(ids, true, func(n string, t *kmsg.MetadataResponseTopic) bool {
+		switch {
+		case t == nil, t.ErrorCode == kerr.UnknownTopicOrPartition.Code:
+			return true
+		case t.ErrorCode == 0 && ids[n] != [16]byte{} && t.TopicID != ids[n]:
+			return true // created again since
 		}
-		for _, n := range names {
-			t := listed(m, n)
-			switch {
-			case t == nil, t.ErrorCode == kerr.UnknownTopicOrPartition.Code:
-			case t.ErrorCode == 0 && ids[n] != [16]byte{} && t.TopicID != ids[n]:
-				// created again since
-			default:
-				return false
-			}
-		}
-		return true
-	}}, true
+		return false
+	}), true
 }
 
 func partitionsShown(q *kmsg.CreatePartitionsRequest, r *kmsg.CreatePartitionsResponse) (*shown, bool) {
@@ -190,19 +189,9 @@ func partitionsShown(q *kmsg.CreatePartitionsRequest, r *kmsg.CreatePartitionsRe
 	if len(counts) == 0 {
 		return nil, true
 	}
-	names := sortedKeys(counts)
-	return &shown{ask: topicsQuestion(names), shows: func(resp kmsg.Response) bool {
-		m, ok := resp.(*kmsg.MetadataResponse)
-		if !ok {
-			return false
-		}
-		for _, n := range names {
-			if t := listed(m, n); t == nil || t.ErrorCode != 0 || len(t.Partitions) < counts[n] {
-				return false
-			}
-		}
-		return true
-	}}, true
+	return topicsShown(counts, false, func(n string, t *kmsg.MetadataResponseTopic) bool {
+		return t != nil && t.ErrorCode == 0 && len(t.Partitions) >= counts[n]
+	}), true
 }
 
 // configWant is a topic config value a broker must show: equal to value
