@@ -106,6 +106,10 @@ type Watcher struct {
 	logged      map[string]struct{}
 	failureSubs map[*func(error)]struct{}
 
+	// known is set once cluster is (under mu): Learning reads it on the
+	// clients' read path.
+	known atomic.Bool
+
 	mu      sync.Mutex
 	cluster string
 	gen     uint64 // cluster changes seen
@@ -293,11 +297,18 @@ func (w *Watcher) ClusterOf(gen uint64) string {
 	return w.ended[gen]
 }
 
+// Learning reports whether an unpinned watcher knows no cluster yet. It
+// implements wire.Learner: the clients' first Metadata answers teach it
+// the cluster they reached, which its own first probe, made in the
+// background, may only see after the bootstrap servers moved to another.
+func (w *Watcher) Learning() bool { return w.Pin == "" && !w.known.Load() }
+
 // Learn records the cluster the clients talk to, unless one is known.
 func (w *Watcher) Learn(id string) {
 	w.mu.Lock()
 	if w.cluster == "" && w.Pin == "" && id != "" {
 		w.cluster = id
+		w.known.Store(true)
 	}
 	w.mu.Unlock()
 	// A store given to the factory holding another cluster's token is
@@ -498,6 +509,7 @@ func (w *Watcher) check(rebootstrapped bool) {
 	ev := Event{Rebootstrapped: rebootstrapped, From: before, To: now}
 	if now != "" {
 		w.cluster = now
+		w.known.Store(true)
 		// A pinned watcher reports a move away from the pin once, not at
 		// every check while the bootstrap servers name the other cluster:
 		// each report fails records and warns.

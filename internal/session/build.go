@@ -140,6 +140,7 @@ func (s *Session) newKgo(b Build, store consistency.Store, shared bool) (*kgo.Cl
 			wcfg.ExpectedCluster = func() string { return pin }
 		} else {
 			wcfg.Adopt = s.adopt(b)
+			wcfg.Learner = s.watcher
 		}
 		wcfg.Emulator = s.emu
 		wcfg.Healer = s.healer

@@ -112,6 +112,9 @@ func (r *responseReader) inspect(req inflight, brokerAt int64, body []byte) ([]b
 		if pin := r.pinned(); pin != "" && *m.ClusterID != pin {
 			return nil, r.misroute(pin, *m.ClusterID)
 		}
+		if r.learning() {
+			r.i.learner.Learn(*m.ClusterID)
+		}
 	}
 	if v := r.view.Load(); v != nil {
 		a := &answer{key: req.key, version: req.version, flexible: req.flexible,

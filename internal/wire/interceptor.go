@@ -108,6 +108,9 @@ type Config struct {
 	// behaviour) answers AdoptMove or AdoptForeign for connections to
 	// those servers. Adopt is also the notification of a move.
 	Adopt func(addr, cluster string) Adoption
+	// Learner, when not nil, is told the cluster id of Metadata answers
+	// while it is Learning (see Learner).
+	Learner Learner
 	// Emulator, when not nil, makes tokens from KRaft offsets for brokers
 	// whose response headers carry none (see emulate.go). It must work on
 	// Store. One Emulator may serve many Interceptors.
@@ -128,6 +131,19 @@ type Config struct {
 	// timing replaces the timing policy in tests; zero fields take the
 	// defaults.
 	timing timing
+}
+
+// Learner learns which cluster a factory's clients reached first, from
+// their own Metadata answers, until it knows one. Its background probe of
+// the bootstrap servers may answer only after they moved to another
+// cluster: learnt from that probe alone, the move would look like no
+// change at all (a record failing there with UNKNOWN_TOPIC_ID, its topic
+// id being the first cluster's, would be delivered, not sent again).
+// While Learning reports true every Metadata answer is held whole and
+// decoded, a handful at a client's start; after that, nothing is.
+type Learner interface {
+	Learning() bool
+	Learn(cluster string)
 }
 
 // timing is an Interceptor's timing policy. Every timer of the package
@@ -169,6 +185,7 @@ type Interceptor struct {
 	observer Observer
 	expected func() string
 	adopt    func(addr, cluster string) Adoption
+	learner  Learner
 	emu      *Emulator
 	healer   *Healer
 	reloc    relocation
@@ -209,6 +226,7 @@ func New(cfg Config) (*Interceptor, error) {
 		observer: cfg.Observer,
 		expected: cfg.ExpectedCluster,
 		adopt:    cfg.Adopt,
+		learner:  cfg.Learner,
 		emu:      cfg.Emulator,
 		healer:   cfg.Healer,
 		reloc:    relocation{r: cfg.Relocator},

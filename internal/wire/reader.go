@@ -300,7 +300,7 @@ func (r *responseReader) shouldHold(req *inflight, h *respHeader, view []byte) (
 	if v := r.view.Load(); v != nil && r.rbody > 0 && r.rbody <= maxHeldFrame && r.i.emu.holds(v, req.key, h.hasState) {
 		return true, false
 	}
-	if req.key == metadataKey && r.pinned() != "" {
+	if req.key == metadataKey && (r.pinned() != "" || r.learning()) {
 		return r.rbody > 0 && r.rbody <= maxHeldFrame, false
 	}
 	if req.sent < 0 || r.rbody <= 0 || r.rbody > maxHeldFrame || !knownResponse(req.key) {
@@ -353,6 +353,12 @@ func (r *responseReader) fillHold() error {
 	}
 	r.release = body
 	return nil
+}
+
+// learning reports whether the interceptor's Learner waits for a cluster
+// id.
+func (r *responseReader) learning() bool {
+	return r.i.learner != nil && r.i.learner.Learning()
 }
 
 // pinned returns the cluster the interceptor is pinned to, or "".

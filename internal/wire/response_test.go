@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -365,6 +366,47 @@ func TestReadPinnedMetadata(t *testing.T) {
 			require.Equal(t, frame, out, "the answer passes unchanged")
 		})
 	}
+}
+
+// learner is a Learner that learns the first cluster it is told.
+type learner struct {
+	mu   sync.Mutex
+	told []string
+}
+
+func (l *learner) Learning() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.told) == 0
+}
+
+func (l *learner) Learn(cluster string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.told = append(l.told, cluster)
+}
+
+// TestReadLearnsCluster: while its Learner is learning, an interceptor
+// tells it the cluster id of a Metadata answer without KIP-1243 tags and
+// hands the answer on unchanged; once it knows one, no later answer is
+// decoded for it.
+func TestReadLearnsCluster(t *testing.T) {
+	body := func(cluster string) []byte {
+		r := kmsg.NewPtrMetadataResponse()
+		r.Version = 12
+		r.ClusterID = kmsg.StringPtr(cluster)
+		return r.AppendTo(nil)
+	}
+	l := &learner{}
+	c, m, _ := newTestConn(t, consistency.NewMemoryStore(), func(cfg *Config) { cfg.Learner = l })
+	sendRequests(t, c, metadataReq(12), metadataReq(12))
+	first := respFrame(0, []byte{0}, body("cluster-a"))
+	second := respFrame(1, []byte{0}, body("cluster-b"))
+	m.in = append(append([]byte(nil), first...), second...)
+	out, err := readAll(c, 4096)
+	require.ErrorIs(t, err, io.EOF)
+	require.Equal(t, append(append([]byte(nil), first...), second...), out, "the answers pass unchanged")
+	require.Equal(t, []string{"cluster-a"}, l.told, "the first answer's cluster, and only it")
 }
 
 // TestReadAPIVersionsInconsistentClusterID: earlier drafts of KIP-1242 had
