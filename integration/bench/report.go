@@ -219,7 +219,8 @@ func f0(x float64) string {
 
 func rywMarkdown(w *bytes.Buffer, rs []rywResult, cfg rywConfig) {
 	fmt.Fprintf(w, "Where: a fresh local cluster per lag, 3 brokers, broker 0 applies metadata at once, brokers 1 and 2 after the lag "+
-		"(`localcluster.BrokerLag`), wait mode (a lagging broker holds a request whose token it has not applied). "+
+		"(`localcluster.BrokerLag`), wait mode (a lagging broker holds a request whose token it has not applied), "+
+		"metadata writes answered at commit, as Kafka 4.4 answers them (`localcluster.WritesAtCommit`). "+
 		"One trial: `CreateTopic` (1 partition) through the admin client → first record produced and acknowledged → that record "+
 		"consumed from the start of the partition by a consumer assigned to it. Time is from the create call to the record in hand. "+
 		"Factory: `f.Admin()`, `factory.NewProducer`, `factory.NewConsumer` of one factory, default settings. Plain: three "+
