@@ -170,12 +170,7 @@ func FuzzReadResponses(f *testing.F) {
 // connection fails with, and bytes reach kgo unchanged. It runs in a
 // synctest bubble: the Emulator's waits take no time.
 func FuzzEmulatedResponses(f *testing.F) {
-	meta := func(cluster string) []byte {
-		r := kmsg.NewPtrMetadataResponse()
-		r.Version = 12
-		r.ClusterID = kmsg.StringPtr(cluster)
-		return r.AppendTo(nil)
-	}
+	meta := metadataBody
 	created := kmsg.NewPtrCreateTopicsResponse()
 	created.Version = 5
 	versions := kmsg.NewPtrApiVersionsResponse()

@@ -328,16 +328,18 @@ func TestProduceRetryCodeIsNotEnoughReplicas(t *testing.T) {
 	}
 }
 
+// metadataBody is a Metadata v12 answer's body naming cluster.
+func metadataBody(cluster string) []byte {
+	r := kmsg.NewPtrMetadataResponse()
+	r.Version = 12
+	r.ClusterID = kmsg.StringPtr(cluster)
+	return r.AppendTo(nil)
+}
+
 // TestReadPinnedMetadata: a pinned interceptor reads the cluster id of every
 // Metadata answer, with or without KIP-1243 tags, and fails the connection
 // when it names another cluster; other answers and the right cluster pass.
 func TestReadPinnedMetadata(t *testing.T) {
-	body := func(cluster string) []byte {
-		r := kmsg.NewPtrMetadataResponse()
-		r.Version = 12
-		r.ClusterID = kmsg.StringPtr(cluster)
-		return r.AppendTo(nil)
-	}
 	for _, tc := range []struct {
 		name, pin, got string
 		misroute       bool
@@ -352,7 +354,7 @@ func TestReadPinnedMetadata(t *testing.T) {
 				cfg.ExpectedCluster = func() string { return tc.pin }
 			})
 			sendRequests(t, c, metadataReq(12))
-			frame := respFrame(0, []byte{0}, body(tc.got)) // no tag 0: a broker without KIP-1243
+			frame := respFrame(0, []byte{0}, metadataBody(tc.got)) // no tag 0: a broker without KIP-1243
 			m.in = frame
 			out, err := readAll(c, 4096)
 			if tc.misroute {
@@ -391,17 +393,11 @@ func (l *learner) Learn(cluster string) {
 // hands the answer on unchanged; once it knows one, no later answer is
 // decoded for it.
 func TestReadLearnsCluster(t *testing.T) {
-	body := func(cluster string) []byte {
-		r := kmsg.NewPtrMetadataResponse()
-		r.Version = 12
-		r.ClusterID = kmsg.StringPtr(cluster)
-		return r.AppendTo(nil)
-	}
 	l := &learner{}
 	c, m, _ := newTestConn(t, consistency.NewMemoryStore(), func(cfg *Config) { cfg.Learner = l })
 	sendRequests(t, c, metadataReq(12), metadataReq(12))
-	first := respFrame(0, []byte{0}, body("cluster-a"))
-	second := respFrame(1, []byte{0}, body("cluster-b"))
+	first := respFrame(0, []byte{0}, metadataBody("cluster-a"))
+	second := respFrame(1, []byte{0}, metadataBody("cluster-b"))
 	m.in = append(append([]byte(nil), first...), second...)
 	out, err := readAll(c, 4096)
 	require.ErrorIs(t, err, io.EOF)
