@@ -522,8 +522,11 @@ func TestMoveRightAfterStartIsAMove(t *testing.T) {
 	defer c.i.healer.Close()
 	sendRequests(t, c, metadataReq(12))
 	m.in = respFrame(0, stateTags("abc", 90), []byte{1})
-	_, err := readAll(c, 4096)
-	require.ErrorIs(t, err, io.EOF)
+	// One read, not to the end: a connection read to io.EOF is dead, and
+	// a write more than the idle bound (1 ms) later is refused as closed
+	// while idle (seen once on a loaded machine).
+	_, err := c.Read(make([]byte, 4096))
+	require.NoError(t, err)
 	require.Equal(t, consistency.MustOf("abc", 90), store.Load())
 
 	sendRequests(t, c, metadataReq(12))
