@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +27,10 @@ import (
 // at least the committed high watermark read from a live node before the
 // create was sent (the write's records come after it); and every live
 // node, asked at once through the factory, must list the topic.
+// Meanwhile a factory producer and a plain franz-go client send records
+// one at a time; every record the factory acknowledged must be in the
+// topic once, read back at the end (both counts are logged, with the
+// ratio of records each got acknowledged).
 //
 // Metadata names a random unfenced broker as controller, the dead one
 // included; on the code before, the committed offset was asked of that
@@ -68,26 +71,31 @@ func writesThroughLeaderCrash(t *testing.T, version string) {
 	// until 20 s after it (acks=all waits for the dead replica until it is
 	// fenced and leaves the ISR, 9 s): acknowledged records are counted,
 	// each call bounded by 3 s.
+	// Each keeps the values it had acknowledged (f… and p…), read back
+	// at the end: none may be missing from the topic.
 	window, stopProducing := context.WithCancel(ctx)
-	var fAcked, pAcked atomic.Int64
+	var fAcked, pAcked produced
 	var producers sync.WaitGroup
-	produceLoop := func(acked *atomic.Int64, send func(context.Context, string) error) {
+	produceLoop := func(acked *produced, prefix string, send func(context.Context, string) error) {
 		defer producers.Done()
 		for i := 0; window.Err() == nil; i++ {
+			v := fmt.Sprintf("%s%d", prefix, i)
 			pctx, cancel := context.WithTimeout(window, 3*time.Second)
-			if send(pctx, fmt.Sprintf("k%d", i)) == nil {
-				acked.Add(1)
+			start := time.Now()
+			if send(pctx, v) == nil {
+				acked.values = append(acked.values, v)
+				acked.longest = max(acked.longest, time.Since(start))
 			}
 			cancel()
 		}
 	}
 	producers.Add(2)
-	go produceLoop(&fAcked, func(ctx context.Context, key string) error {
-		_, err := fprod.Produce(ctx, producer.Record[string, string]{Topic: "crash-data", Key: key, Value: key})
+	go produceLoop(&fAcked, "f", func(ctx context.Context, v string) error {
+		_, err := fprod.Produce(ctx, producer.Record[string, string]{Topic: "crash-data", Key: v, Value: v})
 		return err
 	})
-	go produceLoop(&pAcked, func(ctx context.Context, key string) error {
-		return pprod.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: []byte(key)}).FirstErr()
+	go produceLoop(&pAcked, "p", func(ctx context.Context, v string) error {
+		return pprod.ProduceSync(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}).FirstErr()
 	})
 
 	leader := quorumLeader(ctx, t, plain, c.NodeIDs())
@@ -134,11 +142,40 @@ func writesThroughLeaderCrash(t *testing.T, version string) {
 	producers.Wait()
 	t.Logf("Kafka %s: %d creates from the kill (8 s, or until the fifth): %d answered with a token below the write, %d stale reads; longest create %v; events %v",
 		version, creates, below, stale, longest.Round(time.Millisecond), ev.kinds())
-	t.Logf("Kafka %s: records acknowledged in the 20 s after the kill, one at a time: factory %d, plain kgo %d (%.2f)",
-		version, fAcked.Load(), pAcked.Load(), float64(fAcked.Load())/float64(max(pAcked.Load(), 1)))
+	got := readValues(ctx, t, c, "crash-data")
+	fLost, fTwice := fAcked.check(got)
+	pLost, pTwice := pAcked.check(got)
+	t.Logf("Kafka %s: records acknowledged in the 20 s after the kill, one at a time: factory %d, plain kgo %d (%.2f); "+
+		"read back: factory %d lost, %d twice, longest acknowledged produce %v; plain kgo %d lost, %d twice, longest %v",
+		version, len(fAcked.values), len(pAcked.values), float64(len(fAcked.values))/float64(max(len(pAcked.values), 1)),
+		fLost, fTwice, fAcked.longest.Round(time.Millisecond), pLost, pTwice, pAcked.longest.Round(time.Millisecond))
 	require.GreaterOrEqual(t, creates, 5, "too few creates to show anything")
 	require.Zero(t, below)
 	require.Zero(t, stale)
+	require.NotEmpty(t, fAcked.values, "the factory producer had no record acknowledged")
+	require.Zero(t, fLost, "records the factory producer acknowledged are missing from the topic")
+	require.Zero(t, fTwice, "records the factory producer acknowledged are in the topic twice (idempotence)")
+}
+
+// produced is what one producer of writesThroughLeaderCrash had
+// acknowledged: its values, and its longest acknowledged call.
+type produced struct {
+	values  []string
+	longest time.Duration
+}
+
+// check counts the acknowledged values missing from got (a topic's
+// values, counted) and those in it more than once.
+func (p *produced) check(got map[string]int) (lost, twice int) {
+	for _, v := range p.values {
+		switch n := got[v]; {
+		case n == 0:
+			lost++
+		case n > 1:
+			twice++
+		}
+	}
+	return lost, twice
 }
 
 // quorumLeader returns the leader of the KRaft quorum, asked of the nodes
