@@ -121,6 +121,11 @@ func poisonedStoreHealsOn(t *testing.T, c *kafkatest.Cluster, mode factory.Consi
 	tok := f.Token()
 	require.Equal(t, c.ClusterID(), tok.ClusterID())
 	require.LessOrEqual(t, tok.Offset(), committed.Offset())
+	// Events reach the Observer and then the logger on the factory's
+	// event goroutine, after the call that healed returned: Close
+	// delivers what is queued before they are counted.
+	require.NoError(t, adm.Close(context.Background()))
+	require.NoError(t, f.Close(context.Background()))
 	healed, resets, warns := log.counts()
 	t.Logf("EventTokenHealed %d, EventStoreReset %d, warnings %q", healed, resets, warns)
 	require.Equal(t, 1, healed, "one EventTokenHealed")
