@@ -132,12 +132,12 @@ func committedToken(ctx context.Context, b *kgo.Broker) (consistency.Token, erro
 // token answers them at once), and returns the first answer without
 // error, or else the last error.
 func firstSeed[T any](ctx context.Context, f *Factory, ask func(context.Context, *kgo.Broker) (T, error)) (T, error) {
-	cl, err := f.s.UnstampedClient()
+	cl, release, err := f.s.UnstampedClient()
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	defer cl.Close()
+	defer release()
 	return askSeeds(ctx, cl, ask)
 }
 
@@ -282,11 +282,11 @@ func (f *Factory) WaitApplied(ctx context.Context, tok consistency.Token, opts .
 	// broker holds them, and an answer costs its decoding by franz-go
 	// only. That a broker has applied tok is proven by its own applied
 	// offset (ApiVersions), not by a stamped request's answer.
-	cl, err := f.s.UnstampedClient()
+	cl, release, err := f.s.UnstampedClient()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer release()
 	brokers, err := listBrokers(ctx, cl)
 	if err != nil {
 		return fmt.Errorf("factory: listing the cluster's brokers: %w", err)

@@ -502,6 +502,19 @@ func TestWaitAppliedCostPerBroker(t *testing.T) {
 			require.LessOrEqual(t, conns, int64(brokers+5))
 			require.LessOrEqual(t, av.Load(), int64(2*brokers+6))
 			require.Zero(t, after.Waits-before.Waits, "a request held for a token")
+
+			// A second wait (the next create's, say) asks through the
+			// same client: no connection, no handshake, and per broker
+			// only the question of its applied offset.
+			av.Store(0)
+			before = lc.Stats()
+			require.NoError(t, f.WaitApplied(testkit.Ctx(t), tok, WaitTopics("cost")))
+			after = lc.Stats()
+			requests, conns = after.Requests-before.Requests, after.Connections-before.Connections
+			t.Logf("%d brokers, second wait: %d requests (%d ApiVersions), %d connections", brokers, requests, av.Load(), conns)
+			require.Zero(t, conns, "the second wait dialed the cluster again")
+			require.LessOrEqual(t, requests, int64(brokers+6))
+			require.LessOrEqual(t, av.Load(), int64(brokers+3))
 		})
 	}
 }

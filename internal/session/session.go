@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 
@@ -98,6 +99,10 @@ type Session struct {
 	// client they share (see Producer); pmu guards it.
 	pmu       sync.Mutex
 	producers map[any]*link.Share
+
+	// unstamped is the root's client for questions that carry no token
+	// (see UnstampedClient).
+	unstamped sharedClient
 }
 
 // New returns the session of a new factory. Nothing runs until the first
@@ -177,7 +182,8 @@ func (s *Session) root() *Session {
 
 // Close stops the session's constructors and, unless it is a child, the
 // watcher's checks, the healer and the oracle's client, and waits for their
-// goroutines. It closes none of the clients it made.
+// goroutines, and closes the client of its unstamped questions
+// (UnstampedClient). It closes none of the clients it made for users.
 func (s *Session) Close() {
 	s.life.Lock()
 	s.closed = true
@@ -195,6 +201,7 @@ func (s *Session) Close() {
 	if s.oracle != nil {
 		s.oracle.close()
 	}
+	s.unstamped.close()
 }
 
 // Store returns the store the session's clients share, for reading.
@@ -204,15 +211,27 @@ func (s *Session) Store() consistency.Store { return s.store }
 // UnstampedClient returns a client with the factory's base settings whose
 // requests carry no token and are never held (no emulator), for questions
 // that a broker behind the store's token must answer at once: which
-// brokers the cluster has, what the quorum committed. The caller closes
-// it. After Close it returns Config.ErrClosed.
-func (s *Session) UnstampedClient() (*kgo.Client, error) {
+// brokers the cluster has, what the quorum committed, which of them
+// applied a token. One client serves every such question of the session
+// and its children, so that a wait after each create does not dial the
+// cluster and redo the handshakes every time; the caller calls release
+// once done with it and never closes it. A cluster change replaces it
+// (closed once its last user released it); Close closes it. After Close
+// it returns Config.ErrClosed.
+func (s *Session) UnstampedClient() (cl *kgo.Client, release func(), err error) {
 	s.life.RLock()
 	defer s.life.RUnlock()
 	if s.closed {
-		return nil, s.cfg.ErrClosed
+		return nil, nil, s.cfg.ErrClosed
 	}
-	return s.newKgo(s.cfg.Base, noTokens{}, false)
+	root := s.root()
+	cl, release, err = root.unstamped.acquire(func() (*kgo.Client, error) {
+		return root.newKgo(root.cfg.Base, noTokens{}, false)
+	})
+	if errors.Is(err, errSharedClosed) {
+		return nil, nil, s.cfg.ErrClosed
+	}
+	return cl, release, err
 }
 
 // Tokens returns the owner of the store: every change goes through it.
@@ -226,6 +245,9 @@ func (s *Session) Watcher() *cluster.Watcher { return s.watcher }
 func (s *Session) clusterEvent(ev cluster.Event) {
 	if ev.Changed && s.oracle != nil && s.cfg.Base.Pin == "" {
 		s.oracle.renew()
+	}
+	if ev.Changed {
+		s.unstamped.renew() // the next question dials the cluster afresh
 	}
 	if s.cfg.OnClusterEvent != nil {
 		s.cfg.OnClusterEvent(ev)

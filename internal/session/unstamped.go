@@ -1,0 +1,102 @@
+package session
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// sharedClient is a client made on first use and shared by its users
+// (Session.UnstampedClient): each acquire is matched by one release. A
+// renewed client is closed once its last user released it; close closes
+// the current one at once (its users' requests fail: the session is
+// closing) and any made later is refused.
+type sharedClient struct {
+	mu     sync.Mutex
+	cur    *usedClient
+	closed bool
+}
+
+// errSharedClosed: the session closed its shared client.
+var errSharedClosed = errors.New("session: closed")
+
+// usedClient is one client and how many users hold it.
+type usedClient struct {
+	cl      *kgo.Client
+	users   int
+	retired bool // renewed or closed: closed when users reaches 0
+	shut    bool // cl.Close was called (once)
+}
+
+// shutLocked reports whether u is to be closed now, marking it so: once.
+func (u *usedClient) shutLocked(force bool) bool {
+	if u.shut || !(force || u.retired && u.users == 0) {
+		return false
+	}
+	u.shut = true
+	return true
+}
+
+// acquire returns the current client, made with make when there is none,
+// and its release.
+func (c *sharedClient) acquire(make func() (*kgo.Client, error)) (*kgo.Client, func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, nil, errSharedClosed
+	}
+	if c.cur == nil {
+		cl, err := make()
+		if err != nil {
+			return nil, nil, err
+		}
+		c.cur = &usedClient{cl: cl}
+	}
+	u := c.cur
+	u.users++
+	var once sync.Once
+	return u.cl, func() { once.Do(func() { c.release(u) }) }, nil
+}
+
+func (c *sharedClient) release(u *usedClient) {
+	c.mu.Lock()
+	u.users--
+	done := u.shutLocked(false)
+	c.mu.Unlock()
+	if done {
+		u.cl.Close()
+	}
+}
+
+// renew retires the current client: the next acquire makes a new one.
+func (c *sharedClient) renew() {
+	c.mu.Lock()
+	u := c.cur
+	c.cur = nil
+	var done bool
+	if u != nil {
+		u.retired = true
+		done = u.shutLocked(false)
+	}
+	c.mu.Unlock()
+	if done {
+		u.cl.Close()
+	}
+}
+
+// close closes the current client, used or not, and refuses new ones.
+func (c *sharedClient) close() {
+	c.mu.Lock()
+	u := c.cur
+	c.cur, c.closed = nil, true
+	var done bool
+	if u != nil {
+		u.retired = true
+		done = u.shutLocked(true)
+	}
+	c.mu.Unlock()
+	if done {
+		u.cl.Close()
+	}
+}
