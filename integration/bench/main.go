@@ -222,7 +222,7 @@ func stepsOf(o options) []step {
 		{!o.MisrouteOnly && !o.CurvesOnly && o.Local && !o.ConsumeOnly, step{localSection, 10, 5, runLocal}},
 		{!o.MisrouteOnly && !o.CurvesOnly && o.Local, step{consumeSection, 5, 2, runLocalConsume}},
 		{!o.MisrouteOnly && o.Local && !o.ConsumeOnly && o.CurvesOnly, step{scaleSection, 30, 0, runScale}},
-		{!o.MisrouteOnly && o.RealKafka && !o.ConsumeOnly && o.CurvesOnly, step{scaleKafkaSection, 20, 0, runScaleKafka}},
+		{!o.MisrouteOnly && o.RealKafka && !o.ConsumeOnly && o.CurvesOnly, step{scaleKafkaSection, 40, 0, runScaleKafka}},
 		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafka, step{kconsumeSection, 10, 2, runRealConsume}},
 		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafka && !o.ConsumeOnly, step{kafkaSection, 10, 10, runReal}},
 		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafkaRYW && !o.ConsumeOnly && !o.KIP1243, step{rywKafkaSection, 10, 10, runRealRYW}},

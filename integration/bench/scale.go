@@ -88,7 +88,7 @@ func scalePlan(quick bool) scaleConfig {
 		Brokers: []int{3, 6, 12, 24}, BrokerTrials: 20,
 		Overhead:     overheadConfig{Rounds: 24, Blocks: 6, Records: 5000, Latencies: 150, ValueSize: 1024},
 		TopicBrokers: []int{3, 24}, Topics: []int{1, 10, 100, 1000}, TopicPartitions: 10, TopicLag: 50 * time.Millisecond, TopicTrials: 5,
-		PollEvery: 100 * time.Millisecond, UsableTrials: 50, UsableLag: 50 * time.Millisecond,
+		PollEvery: 100 * time.Millisecond, UsableTrials: 200, UsableLag: 50 * time.Millisecond,
 		Producers: []int{1, 8, 64, 256}, ProducerRounds: 8, ProducerTotal: 20000,
 		Sizes: []int{100, 1024, 10240}, SizeBytes: 20 << 20, SizeRounds: 24,
 		SizeProduce: overheadConfig{Rounds: 12, Blocks: 4, Records: 4000, Latencies: 150},

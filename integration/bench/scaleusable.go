@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -229,27 +230,41 @@ func runUsableCurve(ctx context.Context, cfg scaleConfig, brokers int, logf func
 const scaleKafkaSection = "scale-realkafka"
 
 // runScaleKafka measures time to usable on three Apache Kafka 4.4 nodes,
-// where the factory emulates tokens.
+// where the factory emulates tokens, and then on three nodes with the
+// KIP-1243 agent (kafkatest.KIP1243), where it uses the brokers' own.
 func runScaleKafka(ctx context.Context, o options, _ plan, m machine) (string, error) {
 	t0 := time.Now()
 	cfg := scalePlan(o.Quick)
 	load := [2]string{loadAvg()}
-	var res [numUsable][]usableTrial
-	startup, err := withKafka(ctx, o.Logf, func(ctx context.Context, c *kafkatest.Cluster) error {
+	kinds := []struct {
+		name, where string
+		opts        []kafkatest.Opt
+	}{
+		{"emulated", "the factory emulates tokens (Kafka 4.4 has no KIP-1243)", nil},
+		{"native", "the nodes run the KIP-1243 agent (`kafkatest.KIP1243()`), so the factory uses the brokers' own tokens", []kafkatest.Opt{kafkatest.KIP1243()}},
+	}
+	var res [2][numUsable][]usableTrial
+	var startup [2]time.Duration
+	for i, k := range kinds {
 		var err error
-		res, err = runUsable(ctx, cfg, c.BootstrapAddrs(), c.NodeIDs(), nil, nil, "Apache Kafka 4.4", o.Logf)
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("time to usable on real Kafka: %w", err)
+		startup[i], err = withKafka(ctx, o.Logf, func(ctx context.Context, c *kafkatest.Cluster) error {
+			var err error
+			res[i], err = runUsable(ctx, cfg, c.BootstrapAddrs(), c.NodeIDs(), nil, nil, "Apache Kafka 4.4, "+k.name, o.Logf)
+			return err
+		}, k.opts...)
+		if err != nil {
+			return "", fmt.Errorf("time to usable on real Kafka, %s: %w", k.name, err)
+		}
 	}
 	load[1] = loadAvg()
 	var body bytes.Buffer
 	header(&body, o, m, time.Since(t0))
 	fmt.Fprintf(&body, "Machine load (`/proc/loadavg`, 1/5/15 min) at the start: %s; at the end: %s.\n\n", load[0], load[1])
-	fmt.Fprintf(&body, "Three combined broker+controller JVMs started by `integration/kafkatest` (ready in %v); the factory "+
-		"emulates tokens (Kafka 4.4 has no KIP-1243). ", startup.Round(time.Second))
-	usableMarkdown(&body, res, cfg, "Apache Kafka 4.4, 3 nodes; brokers apply metadata as fast as they do (no added lag); "+
-		"requests are not counted (no gateway in front of Kafka)")
+	for i, k := range kinds {
+		fmt.Fprintf(&body, "**%s.** Three combined broker+controller JVMs started by `integration/kafkatest` (ready in %v); %s. ",
+			strings.ToUpper(k.name[:1])+k.name[1:], startup[i].Round(time.Second), k.where)
+		usableMarkdown(&body, res[i], cfg, "Apache Kafka 4.4, 3 nodes; brokers apply metadata as fast as they do (no added lag); "+
+			"requests are not counted (no gateway in front of Kafka)")
+	}
 	return body.String(), nil
 }
