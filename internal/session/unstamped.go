@@ -70,30 +70,22 @@ func (c *sharedClient) release(u *usedClient) {
 }
 
 // renew retires the current client: the next acquire makes a new one.
-func (c *sharedClient) renew() {
+func (c *sharedClient) renew() { c.retire(false) }
+
+// close closes the current client, used or not, and refuses new ones.
+func (c *sharedClient) close() { c.retire(true) }
+
+// retire takes the current client out of use: closed once its last user
+// released it, or at once when closing (which refuses new users).
+func (c *sharedClient) retire(closing bool) {
 	c.mu.Lock()
 	u := c.cur
 	c.cur = nil
+	c.closed = c.closed || closing
 	var done bool
 	if u != nil {
 		u.retired = true
-		done = u.shutLocked(false)
-	}
-	c.mu.Unlock()
-	if done {
-		u.cl.Close()
-	}
-}
-
-// close closes the current client, used or not, and refuses new ones.
-func (c *sharedClient) close() {
-	c.mu.Lock()
-	u := c.cur
-	c.cur, c.closed = nil, true
-	var done bool
-	if u != nil {
-		u.retired = true
-		done = u.shutLocked(true)
+		done = u.shutLocked(closing)
 	}
 	c.mu.Unlock()
 	if done {
