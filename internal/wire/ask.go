@@ -149,6 +149,10 @@ func (a *asker) close() {
 	a.wg.Wait()
 }
 
+// closing reports whether close began: the questions' context is
+// canceled.
+func (a *asker) closing() bool { return a.ctx.Err() != nil }
+
 // errBound: a wait reached its bound before the answer came.
 var errBound = errors.New("wire: no answer within the request's bound")
 

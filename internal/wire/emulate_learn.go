@@ -46,6 +46,11 @@ func (e *Emulator) learnCommitted(ctx context.Context) bool {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if e.ask.closing() {
+				// Close ended the question: nothing waits for it.
+				e.log(kgo.LogLevelDebug, "learning the committed metadata offset stopped: the factory is closing", "err", err)
+				return false
+			}
 			e.log(kgo.LogLevelWarn, "learning the committed metadata offset failed; a write may not be visible at once", "err", err)
 			return false
 		case <-t.C:

@@ -539,3 +539,24 @@ func TestClusterCheckOffSaidOnce(t *testing.T) {
 		require.Equal(t, 1, logs.count("KIP-1242 cluster check is off"))
 	}
 }
+
+// TestEmulatorCloseWhileLearningWarnsNothing: a committed question that
+// keeps failing (a broker down) and is ended by Close warns nothing: the
+// warning that a write may not be visible at once is for a question that
+// ran out of time, not for a factory that is closing.
+func TestEmulatorCloseWhileLearningWarnsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := &scriptedOracle{failQuorum: 1 << 30}
+		logs := &warnings{}
+		e, err := NewEmulator(EmulationConfig{Store: consistency.NewMemoryStore(), Oracle: o, Logger: logs})
+		require.NoError(t, err)
+		f := e.ask.ask(&e.committed, true)
+		time.Sleep(100 * time.Millisecond) // a few failed questions, each asked again
+		synctest.Wait()
+		require.Greater(t, o.quorum.Load(), int64(1))
+		e.Close()
+		<-f.done
+		require.False(t, f.ok)
+		require.Empty(t, logs.msgs, "a warning for a question Close ended")
+	})
+}
