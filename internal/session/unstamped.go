@@ -23,31 +23,32 @@ var errSharedClosed = errors.New("session: closed")
 
 // usedClient is one client and how many users hold it.
 type usedClient struct {
-	cl      *kgo.Client
-	users   int
-	retired bool // renewed or closed: closed when users reaches 0
-	shut    bool // cl.Close was called (once)
+	cl    *kgo.Client
+	users int
+	shut  bool // cl.Close was called (once)
 }
 
-// shutLocked reports whether u is to be closed now, marking it so: once.
+// shutLocked reports whether u, no longer current (renewed or closed), is
+// to be closed now: at once when force, else once no user holds it. It
+// marks u so that it is closed once. c.mu is held.
 func (u *usedClient) shutLocked(force bool) bool {
-	if u.shut || !(force || u.retired && u.users == 0) {
+	if u.shut || !force && u.users > 0 {
 		return false
 	}
 	u.shut = true
 	return true
 }
 
-// acquire returns the current client, made with make when there is none,
-// and its release.
-func (c *sharedClient) acquire(make func() (*kgo.Client, error)) (*kgo.Client, func(), error) {
+// acquire returns the current client, made with newClient when there is
+// none, and its release.
+func (c *sharedClient) acquire(newClient func() (*kgo.Client, error)) (*kgo.Client, func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, nil, errSharedClosed
 	}
 	if c.cur == nil {
-		cl, err := make()
+		cl, err := newClient()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -62,7 +63,7 @@ func (c *sharedClient) acquire(make func() (*kgo.Client, error)) (*kgo.Client, f
 func (c *sharedClient) release(u *usedClient) {
 	c.mu.Lock()
 	u.users--
-	done := u.shutLocked(false)
+	done := c.cur != u && u.shutLocked(false)
 	c.mu.Unlock()
 	if done {
 		u.cl.Close()
@@ -84,7 +85,6 @@ func (c *sharedClient) retire(closing bool) {
 	c.closed = c.closed || closing
 	var done bool
 	if u != nil {
-		u.retired = true
 		done = u.shutLocked(closing)
 	}
 	c.mu.Unlock()
