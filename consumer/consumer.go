@@ -52,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -131,6 +132,18 @@ type Consumer[K, V any] struct {
 	// Records loop that stopped early): the next read starts there. Used
 	// by the reading goroutine only.
 	rest cursor
+	// restGen is seekGen when rest was fetched or last trimmed: a
+	// SetOffsets since (seekGen above it) has records of rest to drop.
+	// Reading goroutine only.
+	restGen uint64
+
+	// seekGen counts SetOffsets calls; seeks holds those the reading
+	// goroutine has not applied to rest yet, each with its count. Both
+	// change under seekMu, so that a reader taking seeks sees every call
+	// counted up to the seekGen it reads with them.
+	seekMu  sync.Mutex
+	seekGen atomic.Uint64
+	seeks   []seek
 
 	mu       sync.Mutex
 	cl       *kgo.Client

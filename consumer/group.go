@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"maps"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -49,8 +50,9 @@ func (c *Consumer[K, V]) AllowRebalance() {
 // PauseFetchTopics stops fetching topics until ResumeFetchTopics, and
 // returns every topic paused now; with no topics it only returns the
 // paused ones. Nothing is skipped: once resumed, a topic is read from where
-// polls left it (records a Records loop left for the next read were polled
-// before the pause and still come). Pausing topics and pausing partitions
+// polls left it. Records a read took from franz-go before the pause and
+// has not returned yet (what a Records loop that stopped early left;
+// outside a group, the rest of a Poll's fetch) still come. Pausing topics and pausing partitions
 // are independent, as in franz-go: resuming a topic leaves its paused
 // partitions paused.
 //
@@ -89,7 +91,12 @@ func (c *Consumer[K, V]) ResumeFetchPartitions(partitions map[string][]int32) {
 
 // SetOffsets moves consumption of partitions the consumer has now (assigned
 // by the group or by Assign) to the offsets given: the next records polled
-// from them start there, and records fetched before are dropped. As in
+// from them start there, and records fetched before are dropped, those a
+// read took from franz-go and has not returned yet included (called from
+// a Records loop's body, the loop's next record is already from the
+// offsets set). A SetOffsets from another goroutine while a poll is
+// fetching may let that poll return records from before it, as franz-go
+// does. As in
 // franz-go, a partition not consumed now and a negative offset are skipped;
 // an Epoch of -1 skips the check of the offset against the partition's
 // leader epoch (kgo.EpochOffset).
@@ -101,7 +108,40 @@ func (c *Consumer[K, V]) ResumeFetchPartitions(partitions map[string][]int32) {
 // cluster: after a cluster change the consumer starts afresh (see the
 // factory's ClusterChanged event), not at offsets set here.
 func (c *Consumer[K, V]) SetOffsets(offsets map[string]map[int32]kgo.EpochOffset) {
+	// franz-go drops what it buffered of these partitions; the records a
+	// read took from it and has not returned yet go too, at the next read
+	// (the map is copied: the caller may reuse its own). Counted before
+	// franz-go moves: a fetch that returns records from the offsets set
+	// reads a count that includes this call, and keeps them (see fetch).
+	moved := make(map[string]map[int32]kgo.EpochOffset, len(offsets))
+	for t, ps := range offsets {
+		moved[t] = maps.Clone(ps)
+	}
+	c.seekMu.Lock()
+	defer c.seekMu.Unlock()
+	c.seeks = append(c.seeks, seek{gen: c.seekGen.Add(1), moved: moved})
 	c.Kgo().SetOffsets(offsets)
+}
+
+// seek is a SetOffsets call waiting for the reading goroutine.
+type seek struct {
+	gen   uint64 // seekGen after the call
+	moved map[string]map[int32]kgo.EpochOffset
+}
+
+// dropSeeked drops from rest the records of every partition a SetOffsets
+// moved after rest was fetched. Reading goroutine only.
+func (c *Consumer[K, V]) dropSeeked() {
+	c.seekMu.Lock()
+	seeks, gen := c.seeks, c.seekGen.Load()
+	c.seeks = nil
+	c.seekMu.Unlock()
+	for _, s := range seeks {
+		if s.gen > c.restGen && !c.rest.empty() {
+			c.rest.drop(s.moved)
+		}
+	}
+	c.restGen = gen
 }
 
 // carryPauses pauses on next what is paused on prev, for the client that
