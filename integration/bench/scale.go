@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,7 +33,6 @@ import (
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/factory"
 	"github.com/kconsist/kconsist/integration/localcluster"
-	"github.com/kconsist/kconsist/producer"
 )
 
 // scaleSection is the report section of the step.
@@ -60,9 +58,11 @@ type scaleConfig struct {
 	UsableLag    time.Duration
 
 	// Curve 3: producers sharing one factory.
-	Producers      []int
-	ProducerRounds int
-	ProducerTotal  int // records per round, split among the producers
+	Producers       []int
+	ProducerRounds  int
+	ProducerTotal   int   // records per round, split among the producers
+	ProducerLatency int   // one-at-a-time records per round, split among the producers (at least 8 each)
+	WidePartitions  int32 // partitions of the topic the heap per partition is measured on
 
 	// Curve 5: record size, on bare kfake.
 	Sizes       []int
@@ -79,7 +79,7 @@ func scalePlan(quick bool) scaleConfig {
 			Overhead:     overheadConfig{Rounds: 1, Blocks: 1, Records: 200, Latencies: 10, ValueSize: 1024},
 			TopicBrokers: []int{3}, Topics: []int{1, 10}, TopicPartitions: 10, TopicLag: 20 * time.Millisecond, TopicTrials: 1,
 			PollEvery: 100 * time.Millisecond, UsableTrials: 1, UsableLag: 20 * time.Millisecond,
-			Producers: []int{1, 8}, ProducerRounds: 1, ProducerTotal: 400,
+			Producers: []int{1, 8}, ProducerRounds: 1, ProducerTotal: 400, ProducerLatency: 40, WidePartitions: 100,
 			Sizes: []int{100, 10240}, SizeBytes: 200 << 10, SizeRounds: 1,
 			SizeProduce: overheadConfig{Rounds: 1, Blocks: 1, Records: 100, Latencies: 10},
 		}
@@ -89,7 +89,7 @@ func scalePlan(quick bool) scaleConfig {
 		Overhead:     overheadConfig{Rounds: 24, Blocks: 6, Records: 5000, Latencies: 150, ValueSize: 1024},
 		TopicBrokers: []int{3, 24}, Topics: []int{1, 10, 100, 1000}, TopicPartitions: 10, TopicLag: 50 * time.Millisecond, TopicTrials: 5,
 		PollEvery: 100 * time.Millisecond, UsableTrials: 200, UsableLag: 50 * time.Millisecond,
-		Producers: []int{1, 8, 64, 256}, ProducerRounds: 8, ProducerTotal: 20000,
+		Producers: []int{1, 8, 64, 256}, ProducerRounds: 8, ProducerTotal: 20000, ProducerLatency: 2000, WidePartitions: 1000,
 		Sizes: []int{100, 1024, 10240}, SizeBytes: 20 << 20, SizeRounds: 24,
 		SizeProduce: overheadConfig{Rounds: 12, Blocks: 4, Records: 4000, Latencies: 150},
 	}
@@ -646,191 +646,6 @@ func allLed(resp *kmsg.MetadataResponse, names []string, partitions int) bool {
 	return true
 }
 
-// --- Curve 3: producers per factory ---
-
-type producerPoint struct {
-	Producers int
-	Tput, CPU [2][]float64 // vFactory, vPlain: records/s and process CPU µs per record, per round
-	Heap      [2][]float64 // bytes of live heap per producer, per round
-	Errors    [2]int
-}
-
-// producerSide is n producers of one kind, made and closed together.
-type producerSide struct {
-	send  []func(ctx context.Context, v []byte, done func(error))
-	close func()
-}
-
-func newProducerSide(addrs []string, topic string, v, n int) (producerSide, error) {
-	var s producerSide
-	switch v {
-	case vFactory:
-		f, err := factory.New(factory.BootstrapServers(addrs...), factory.RequiredAcks(factory.AllISRAcks), factory.Idempotence(true),
-			factory.Compression(factory.CodecNone), factory.KgoOpts(kgo.ProducerLinger(0)))
-		if err != nil {
-			return s, err
-		}
-		var ps []*producer.Producer[[]byte, []byte]
-		s.close = func() {
-			for _, p := range ps {
-				_ = p.Close(context.Background())
-			}
-			f.Close(context.Background())
-		}
-		for range n {
-			p, err := factory.NewProducer(f, producer.Bytes(), producer.Bytes())
-			if err != nil {
-				s.close()
-				return s, err
-			}
-			ps = append(ps, p)
-			s.send = append(s.send, func(ctx context.Context, val []byte, done func(error)) {
-				err := p.ProduceAsync(ctx, producer.Record[[]byte, []byte]{Topic: topic, Value: val},
-					func(_ producer.Result, err error) { done(err) })
-				if err != nil {
-					done(err)
-				}
-			})
-		}
-	default:
-		var cls []*kgo.Client
-		s.close = func() {
-			for _, c := range cls {
-				c.Close()
-			}
-		}
-		for range n {
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RequiredAcks(kgo.AllISRAcks()),
-				kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
-			if err != nil {
-				s.close()
-				return s, err
-			}
-			cls = append(cls, cl)
-			s.send = append(s.send, func(ctx context.Context, val []byte, done func(error)) {
-				cl.Produce(ctx, &kgo.Record{Topic: topic, Value: val}, func(_ *kgo.Record, err error) { done(err) })
-			})
-		}
-	}
-	return s, nil
-}
-
-// produceAll has every producer of s produce per records at once and
-// returns the time until every one was acknowledged and the failures.
-func (s producerSide) produceAll(ctx context.Context, per int, value []byte) (time.Duration, int) {
-	var left, errs atomic.Int64
-	left.Store(int64(per * len(s.send)))
-	all := make(chan struct{})
-	start := time.Now()
-	var wg sync.WaitGroup
-	for _, send := range s.send {
-		wg.Go(func() {
-			for range per {
-				send(ctx, value, func(err error) {
-					if err != nil {
-						errs.Add(1)
-					}
-					if left.Add(-1) == 0 {
-						close(all)
-					}
-				})
-			}
-		})
-	}
-	wg.Wait()
-	select {
-	case <-all:
-	case <-ctx.Done():
-		return time.Since(start), int(errs.Load() + left.Load())
-	}
-	return time.Since(start), int(errs.Load())
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
-// runProducerCurve measures every producer count on one local cluster.
-func runProducerCurve(ctx context.Context, cfg scaleConfig, logf func(string, ...any)) ([]*producerPoint, error) {
-	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(0), localcluster.Native(false),
-		localcluster.KfakeOpts(kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(overheadSegmentBytes)})))
-	if err != nil {
-		return nil, err
-	}
-	defer lc.Close()
-	const topic = "scale-producers"
-	cl, err := kgo.NewClient(kgo.SeedBrokers(lc.Addrs()...))
-	if err != nil {
-		return nil, err
-	}
-	r, err := kadm.NewClient(cl).CreateTopic(ctx, 10, 3, nil, topic)
-	cl.Close()
-	if err == nil {
-		err = r.Err
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", topic, err)
-	}
-	if err := waitAllApplied(ctx, lc, 3); err != nil {
-		return nil, err
-	}
-	value := make([]byte, 1024)
-	var out []*producerPoint
-	for _, n := range cfg.Producers {
-		pt := &producerPoint{Producers: n}
-		per := max(cfg.ProducerTotal/n, 1)
-		for r := range cfg.ProducerRounds {
-			for j := range 2 {
-				v := (r + j) % 2
-				if err := trim(ctx, lc, topic); err != nil {
-					return nil, err
-				}
-				h0 := liveHeap()
-				s, err := newProducerSide(lc.Addrs(), topic, v, n)
-				if err != nil {
-					return nil, err
-				}
-				// Warm-up: one acknowledged record per producer (metadata,
-				// connections, producer ids), then the heap they hold.
-				if _, errs := s.produceAll(ctx, 1, value); errs > 0 {
-					s.close()
-					return nil, fmt.Errorf("producers warm-up: %d failed", errs)
-				}
-				h1 := liveHeap()
-				pt.Heap[v] = append(pt.Heap[v], (float64(h1)-float64(h0))/float64(n))
-				cpu0, okCPU := processCPU()
-				d, errs := s.produceAll(ctx, per, value)
-				cpu1, ok := processCPU()
-				s.close()
-				done := per*n - errs
-				pt.Errors[v] += errs
-				pt.Tput[v] = append(pt.Tput[v], float64(done)/d.Seconds())
-				if ok && okCPU {
-					pt.CPU[v] = append(pt.CPU[v], float64((cpu1-cpu0).Nanoseconds())/1e3/float64(max(done, 1)))
-				}
-			}
-		}
-		logf("scale producers=%d: records/s factory %.0f, plain %.0f; heap per producer factory %.0f B, plain %.0f B", n,
-			last(pt.Tput[vFactory]), last(pt.Tput[vPlain]), last(pt.Heap[vFactory]), last(pt.Heap[vPlain]))
-		out = append(out, pt)
-	}
-	return out, nil
-}
-
-// pairedRatios returns x[vFactory][i] / x[vPlain][i] per round.
-func pairedRatios(x [2][]float64) []float64 {
-	n := min(len(x[vFactory]), len(x[vPlain]))
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = x[vFactory][i] / x[vPlain][i]
-	}
-	return out
-}
-
 // --- Curve 5: record size on bare kfake ---
 
 type sizePoint struct {
@@ -916,6 +731,7 @@ type scaleResult struct {
 	Topics    []*topicPoint
 	Usable    [numUsable][]usableTrial // 3 brokers
 	Producers []*producerPoint
+	WideHeap  [2][]float64 // bytes of live heap per 1,000 partitions produced to, per round
 	Sizes     []*sizePoint
 	Load      [2]string // /proc/loadavg before and after
 	Elapsed   time.Duration
@@ -960,7 +776,7 @@ func measureScale(ctx context.Context, cfg scaleConfig, logf func(string, ...any
 	if res.Usable, err = runUsableCurve(ctx, cfg, 3, logf); err != nil {
 		return nil, fmt.Errorf("time to usable: %w", err)
 	}
-	if res.Producers, err = runProducerCurve(ctx, cfg, logf); err != nil {
+	if res.Producers, res.WideHeap, err = runProducerCurve(ctx, cfg, logf); err != nil {
 		return nil, fmt.Errorf("producers: %w", err)
 	}
 	if res.Sizes, err = runSizeCurve(ctx, cfg, logf); err != nil {

@@ -267,8 +267,10 @@ func requireScaleSection(t *testing.T, doc, dir string) {
 	for _, n := range scalePlan(true).Producers {
 		row := cells(t, producers, "| "+itoa(n)+" | ")
 		require.Greater(t, leading(t, row[1]), 0.0, "throughput")
-		require.Equal(t, "0 / 0", row[8], "failed records")
+		require.Greater(t, leading(t, row[3]), 0.0, "p99")
+		require.Equal(t, "0 / 0", row[10], "failed records")
 	}
+	require.Regexp(t, `\*Heap per 1,000 partitions\*: .* factory \d[^,]*, plain kgo \d`, producers)
 	sizes := sec[strings.Index(sec, "### Record size"):]
 	for _, s := range []string{"100 B", "10.0 KiB"} {
 		row := cells(t, sizes, "| "+s+" | ")

@@ -353,29 +353,43 @@ func scaleMarkdown(w *bytes.Buffer, r *scaleResult, out, chartDir string) error 
 		"the factory); the plain side is N `kgo.Client`s. Settings as in section 1 (acks=all, idempotent, no compression, linger 0, "+
 		"1 KiB values). Each side is made fresh per round, produces one acknowledged record per producer (warm-up), then all N "+
 		"produce %d records in all at once, from a goroutine each; throughput = records / time to the last acknowledgement, CPU = "+
-		"process CPU per record. *Heap per producer*: live heap (after two GCs) with the N producers made and warmed, less the "+
+		"process CPU per record. Then every producer produces %d records in all one at a time, each acknowledged before the "+
+		"next, all producers at once: *p99* is the 99th percentile of those records' latencies (per round, then the median "+
+		"over rounds; the ratio, the median of per-round ratios). *Heap per producer*: live heap (after two GCs) with the N producers made and warmed, less the "+
 		"live heap before, over N (median over rounds; the in-process cluster's heap is in both figures, its connection "+
-		"state included, so with few producers the noise of the whole process swamps one client). %d rounds, alternating which side goes first; medians over rounds.\n\n", c.ProducerTotal, c.ProducerRounds)
-	w.WriteString("| producers | records/s, factory / plain | throughput ratio (median [min–max]) | CPU µs per record, factory / plain | CPU ratio | heap per producer, factory / plain | heap ratio | cores busy, factory / plain | failed records |\n|---|---|---|---|---|---|---|---|---|\n")
-	var pxs, ptput, pcpu, pheap []float64
+		"state included, so with few producers the noise of the whole process swamps one client). %d rounds, alternating which side goes first; medians over rounds.\n\n", c.ProducerTotal, c.ProducerLatency, c.ProducerRounds)
+	w.WriteString("| producers | records/s, factory / plain | throughput ratio (median [min–max]) | p99 ms, factory / plain | p99 ratio (median [min–max]) | CPU µs per record, factory / plain | CPU ratio | heap per producer, factory / plain | heap ratio | cores busy, factory / plain | failed records |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	var pxs, ptput, pp99, pcpu, pheap []float64
 	for _, pt := range r.Producers {
 		tr := pairedRatios(pt.Tput)
+		lr := pairedRatios(pt.P99)
 		cr := pairedRatios(pt.CPU)
-		fmt.Fprintf(w, "| %d | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %d / %d |\n", pt.Producers,
+		fmt.Fprintf(w, "| %d | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %d / %d |\n", pt.Producers,
 			f0(quantile(pt.Tput[vFactory], 0.5)), f0(quantile(pt.Tput[vPlain], 0.5)), spreadText(spreadOf(tr), f3),
+			f3(quantile(pt.P99[vFactory], 0.5)), f3(quantile(pt.P99[vPlain], 0.5)), spreadText(spreadOf(lr), f3),
 			f2(quantile(pt.CPU[vFactory], 0.5)), f2(quantile(pt.CPU[vPlain], 0.5)), f3(quantile(cr, 0.5)),
 			bytesText(quantile(pt.Heap[vFactory], 0.5)), bytesText(quantile(pt.Heap[vPlain], 0.5)), f3(quantile(pt.Heap[vFactory], 0.5)/quantile(pt.Heap[vPlain], 0.5)),
 			f2(coresBusy(pt.CPU[vFactory], pt.Tput[vFactory])), f2(coresBusy(pt.CPU[vPlain], pt.Tput[vPlain])),
 			pt.Errors[vFactory], pt.Errors[vPlain])
 		pxs = append(pxs, float64(pt.Producers))
 		ptput = append(ptput, quantile(tr, 0.5))
+		pp99 = append(pp99, quantile(lr, 0.5))
 		pcpu = append(pcpu, quantile(cr, 0.5))
 		pheap = append(pheap, quantile(pt.Heap[vFactory], 0.5)/quantile(pt.Heap[vPlain], 0.5))
 	}
-	w.WriteString("\nTargets: throughput ≥ 0.97× and p99 ≤ 1.05× kgo at 256 producers per factory (p99 is not measured by this curve); heap per client ≤ 1.1× kgo's.\n\n")
+	wh := pairedRatios(r.WideHeap)
+	fmt.Fprintf(w, "\n*Heap per 1,000 partitions*: one producer of each kind made fresh per round (franz-go's manual partitioner, "+
+		"the same settings), warmed with a record to every partition of the topic above and of a second 10-partition topic (so "+
+		"connected to every broker and past its first new topic), then one "+
+		"acknowledged one-byte record to each of the %d partitions of a third topic (whose log segments the brokers made before); "+
+		"the live heap then, less the live heap after the warm-up, per 1,000 partitions (the brokers' copies of the records, "+
+		"alike for both, included): factory %s, plain kgo %s, ratio %s (%d rounds, alternating which side goes first).\n",
+		c.WidePartitions, bytesText(quantile(r.WideHeap[vFactory], 0.5)), bytesText(quantile(r.WideHeap[vPlain], 0.5)),
+		spreadText(spreadOf(wh), f3), len(wh))
+	w.WriteString("\nTargets: throughput ≥ 0.97× and p99 ≤ 1.05× kgo at 256 producers per factory; heap per client ≤ 1.1× kgo's.\n\n")
 	{
 		ch, err := curveChart(chartDir, "scale_producers.png", "N producers on one factory / N plain kgo clients", "producers", "ratio",
-			pxs, []curveSeries{{"throughput", ptput, colors[0], false}, {"CPU per record", pcpu, colors[1], false}, {"heap per producer", pheap, colors[3], true}})
+			pxs, []curveSeries{{"throughput", ptput, colors[0], false}, {"p99", pp99, colors[2], false}, {"CPU per record", pcpu, colors[1], false}, {"heap per producer", pheap, colors[3], true}})
 		if err != nil {
 			return err
 		}
