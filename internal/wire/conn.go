@@ -37,10 +37,15 @@ type inflights struct {
 	tail atomic.Uint64 // next to push; written by the writer only
 }
 
-// maxInflight bounds the requests awaiting answers on one connection (40
-// KiB of ring). kgo keeps a handful in flight per connection; only a flood
-// of concurrent admin requests to one broker comes near it.
-const maxInflight = 1024
+// maxInflight bounds the requests awaiting answers on one connection (3
+// KiB of ring, a connection's largest piece of the interceptor's memory:
+// a client of many brokers has many connections). kgo keeps a handful in
+// flight per connection (one or five produce requests, one fetch); only a
+// flood of concurrent requests to one broker fills it, and the writer then
+// waits for answers, as a full socket buffer would make it: a broker
+// handles one request of a connection at a time, so 128 already keep its
+// queue from ever running dry.
+const maxInflight = 128
 
 // push appends e, waiting while the ring is full; stop ends the wait with
 // its error (the connection died, the write deadline passed).

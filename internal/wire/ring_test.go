@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/kconsist/kconsist/consistency"
 )
@@ -95,4 +96,13 @@ func TestWriteFullRingHonoursDeadline(t *testing.T) {
 			t.Fatalf("waited %v, want the 20ms to the deadline", waited)
 		}
 	})
+}
+
+// TestConnMemory: what the interceptor keeps per connection stays small
+// beside franz-go's own, for a client holds a connection or more per
+// broker. The in-flight ring was 1,024 entries (26 KiB a connection).
+func TestConnMemory(t *testing.T) {
+	if n := unsafe.Sizeof(conn{}); n > 8<<10 {
+		t.Fatalf("a conn is %d bytes, want at most 8 KiB", n)
+	}
 }
