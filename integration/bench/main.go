@@ -161,7 +161,7 @@ func bindFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.MisrouteOnly, "misroute-only", false, "run only misroute recovery against plain kgo and the Java 4.4 producer (local; with -realkafka also on real Kafka; needs java, mvn)")
 	fs.BoolVar(&o.CurvesOnly, "curves-only", false, "run only how the cost grows (brokers, topics, producers per factory, record size; local cluster and bare kfake; with -realkafka also time to usable after a create on 3 Apache Kafka 4.4 nodes)")
 	fs.BoolVar(&o.DRSwitchOnly, "drswitch-only", false, "run only the DR address switch: two real Apache Kafka 4.4 clusters behind one address, switched while the factory, plain kgo and the Java producer produce (needs java, mvn)")
-	fs.IntVar(&o.Scale, "scale", 1, "multiply the overhead rounds and blocks by this (1 to 20): narrower intervals, a run about that many times longer")
+	fs.IntVar(&o.Scale, "scale", 1, "multiply the overhead rounds and blocks (with -curves-only, the rounds of the record-size and producers-per-factory curves) by this (1 to 20): narrower intervals, a run about that many times longer")
 	fs.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to update (generated sections only)")
 	fs.StringVar(&o.Charts, "charts", "docs/bench", "directory for the PNG charts")
 	fs.BoolVar(&o.Isolate, "isolate", true, "run each step in a child process of its own; false runs them all in this process, one after another")
@@ -221,7 +221,7 @@ func stepsOf(o options) []step {
 		// The local producer overhead first, as when its target was set.
 		{!o.MisrouteOnly && !o.CurvesOnly && o.Local && !o.ConsumeOnly, step{localSection, 10, 5, runLocal}},
 		{!o.MisrouteOnly && !o.CurvesOnly && o.Local, step{consumeSection, 5, 2, runLocalConsume}},
-		{!o.MisrouteOnly && o.Local && !o.ConsumeOnly && o.CurvesOnly, step{scaleSection, 30, 0, runScale}},
+		{!o.MisrouteOnly && o.Local && !o.ConsumeOnly && o.CurvesOnly, step{scaleSection, 30, 4, runScale}},
 		{!o.MisrouteOnly && o.RealKafka && !o.ConsumeOnly && o.CurvesOnly, step{scaleKafkaSection, 40, 0, runScaleKafka}},
 		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafka, step{kconsumeSection, 10, 2, runRealConsume}},
 		{!o.MisrouteOnly && !o.CurvesOnly && o.RealKafka && !o.ConsumeOnly, step{kafkaSection, 10, 10, runReal}},

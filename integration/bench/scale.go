@@ -740,6 +740,11 @@ type scaleResult struct {
 // runScale is the step: every curve, one after another.
 func runScale(ctx context.Context, o options, _ plan, m machine) (string, error) {
 	cfg := scalePlan(o.Quick)
+	// -scale narrows the ratio intervals of the curves whose points are
+	// comparisons over rounds (record size, producers per factory).
+	cfg.SizeRounds *= o.Scale
+	cfg.SizeProduce.Rounds *= o.Scale
+	cfg.ProducerRounds *= o.Scale
 	res, err := measureScale(ctx, cfg, o.Logf)
 	if err != nil {
 		return "", err
