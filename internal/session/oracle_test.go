@@ -203,8 +203,9 @@ func TestWriteUnlearntReported(t *testing.T) {
 // with a new node map: the old ones name the old cluster in ApiVersions
 // v5, which the new cluster refuses (KIP-1242), and a question then waited
 // for their paced rebootstrap, holding a metadata answer of a producer's
-// new client behind it (issue 38, the DR address switch). A pinned
-// factory never follows a change and keeps them.
+// new client behind it (issue 38, the DR address switch). The client of
+// unstamped questions (WaitApplied's) is replaced too. A pinned factory
+// never follows a change and keeps them all.
 func TestOracleRenewedOnClusterChange(t *testing.T) {
 	for _, pin := range []string{"", "cluster-a"} {
 		t.Run("pin="+pin, func(t *testing.T) {
@@ -220,15 +221,24 @@ func TestOracleRenewedOnClusterChange(t *testing.T) {
 			require.NoError(t, err)
 			_, err = s.oracle.refresh(ctx, q)
 			require.NoError(t, err)
+			u, release, err := s.UnstampedClient()
+			require.NoError(t, err)
+			release()
 
 			s.clusterEvent(cluster.Event{Changed: true, From: "cluster-a", To: "cluster-b"})
 			q2, p2, err := s.oracle.clients()
 			require.NoError(t, err)
+			u2, release2, err := s.UnstampedClient()
+			require.NoError(t, err)
+			defer release2()
 			if pin != "" {
 				require.Same(t, q, q2)
 				require.Same(t, p, p2)
+				require.True(t, u == u2, "a pinned session keeps its unstamped client")
 				return
 			}
+			require.False(t, u == u2, "a new unstamped client after the change")
+			require.ErrorIs(t, u.Ping(ctx), kgo.ErrClientClosed, "the old one, released, is closed")
 			require.False(t, q == q2, "a new quorum client after the change")
 			require.False(t, p == p2, "a new probe client after the change")
 			require.Equal(t, seedNodes(b.Seeds), s.oracle.nodes, "the node map starts again from the seeds")

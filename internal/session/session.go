@@ -243,10 +243,12 @@ func (s *Session) Watcher() *cluster.Watcher { return s.watcher }
 // clusterEvent passes on what the watcher found (a move, and the reset
 // of the store, the store's owner reported).
 func (s *Session) clusterEvent(ev cluster.Event) {
-	if ev.Changed && s.oracle != nil && s.cfg.Base.Pin == "" {
-		s.oracle.renew()
-	}
-	if ev.Changed {
+	// A pinned session never follows a change: its clients, the oracle's
+	// and the unstamped one included, keep the cluster they know.
+	if ev.Changed && s.cfg.Base.Pin == "" {
+		if s.oracle != nil {
+			s.oracle.renew()
+		}
 		s.unstamped.renew() // the next question dials the cluster afresh
 	}
 	if s.cfg.OnClusterEvent != nil {
