@@ -217,6 +217,11 @@ func (c *Consumer[K, V]) followChange(f link.Follower) {
 	}
 	next, err := f.Follow()
 	c.mu.Lock()
+	// What a read took from the old client and has not returned yet goes,
+	// as the old client's buffer goes with it: counted before the next
+	// client can hand over a record, so that none of its records is
+	// dropped (see fetch).
+	c.addSeek(nil)
 	if err != nil {
 		defer c.mu.Unlock()
 		c.changed = err

@@ -117,16 +117,23 @@ func (c *Consumer[K, V]) SetOffsets(offsets map[string]map[int32]kgo.EpochOffset
 	for t, ps := range offsets {
 		moved[t] = maps.Clone(ps)
 	}
-	c.seekMu.Lock()
-	defer c.seekMu.Unlock()
-	c.seeks = append(c.seeks, seek{gen: c.seekGen.Add(1), moved: moved})
-	c.Kgo().SetOffsets(offsets)
+	cl := c.Kgo() // before seekMu: followChange takes seekMu under mu
+	c.addSeek(moved)
+	cl.SetOffsets(offsets)
 }
 
-// seek is a SetOffsets call waiting for the reading goroutine.
+// seek is a SetOffsets call, or a cluster change (moved nil: every record
+// taken goes), waiting for the reading goroutine.
 type seek struct {
 	gen   uint64 // seekGen after the call
 	moved map[string]map[int32]kgo.EpochOffset
+}
+
+// addSeek counts a seek and queues it for the reading goroutine.
+func (c *Consumer[K, V]) addSeek(moved map[string]map[int32]kgo.EpochOffset) {
+	c.seekMu.Lock()
+	defer c.seekMu.Unlock()
+	c.seeks = append(c.seeks, seek{gen: c.seekGen.Add(1), moved: moved})
 }
 
 // dropSeeked drops from rest the records of every partition a SetOffsets
@@ -137,7 +144,11 @@ func (c *Consumer[K, V]) dropSeeked() {
 	c.seeks = nil
 	c.seekMu.Unlock()
 	for _, s := range seeks {
-		if s.gen > c.restGen && !c.rest.empty() {
+		switch {
+		case s.gen <= c.restGen || c.rest.empty():
+		case s.moved == nil:
+			c.rest = cursor{}
+		default:
 			c.rest.drop(s.moved)
 		}
 	}

@@ -207,3 +207,21 @@ func TestSetOffsetsFromAnotherGoroutine(t *testing.T) {
 	c.SetOffsets(map[string]map[int32]kgo.EpochOffset{"t": {0: {Epoch: -1, Offset: 45}}})
 	require.Equal(t, span(45, 50), offsets(t, ctx, c, 5))
 }
+
+// TestClusterChangeDropsWhatWasTaken: records a read took from the old
+// client and had not returned go with it at a cluster change, as its
+// buffer does: the next read starts with the new cluster's records.
+func TestClusterChangeDropsWhatWasTaken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	old := seekCluster(t, ctx, 10)
+	next := seekCluster(t, ctx, 3)
+	w := &manualWatch{next: func() (*kgo.Client, error) { return next, nil }}
+	c := follows(t, old, false, w)
+	defer c.Close(ctx)
+	require.NoError(t, c.Assign(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
+	require.Equal(t, span(0, 2), offsets(t, ctx, c, 2))
+	require.False(t, c.rest.empty(), "the rest of the old cluster's fetch is taken")
+	w.change()
+	require.Equal(t, span(0, 3), offsets(t, ctx, c, 3), "the new cluster's records, from the start")
+}
