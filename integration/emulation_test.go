@@ -127,6 +127,8 @@ func TestModes(t *testing.T) {
 			} else {
 				require.Zero(t, stale)
 			}
+			cl.Close()
+			require.NoError(t, f.Close(context.Background())) // delivers every event queued
 			require.Empty(t, events.offs())
 		})
 	}
@@ -171,6 +173,10 @@ func TestEmulationOffWhereUnsupported(t *testing.T) {
 			require.NoError(t, err)
 			defer cl.Close()
 			staleAfterCreates(testkit.CtxFor(t, 30*time.Second), t, cl, "t", 3)
+			// Events reach the observer on the factory's event goroutine;
+			// Close delivers every one queued before it returns.
+			cl.Close()
+			require.NoError(t, f.Close(context.Background()))
 			offs := events.offs()
 			require.Len(t, offs, 1, "one event")
 			if tc.want != nil {
