@@ -116,6 +116,7 @@ func TestClusterChangeFollowed(t *testing.T) {
 	require.Equal(t, int64(5), testkit.EndOffset(ctx, t, b.ListenAddrs()[0], "t"), "every record lands in B once")
 	require.ElementsMatch(t, []string{"b0", "b1", "b2", "b3", "b4"}, pollValues(ctx, t, c, 5), "the consumer follows to B")
 	require.True(t, store.Load().IsUnknown(), "cluster A's token was dropped: %v", store.Load())
+	f.events.Flush() // the observer runs on the event goroutine
 	require.True(t, events.has(EventClusterChanged))
 	require.True(t, events.has(EventStoreReset))
 	require.Equal(t, uint64(1), f.Stats().StoreResets)

@@ -141,6 +141,7 @@ func TestWrongPasswordFailsFast(t *testing.T) {
 	got := attempts.Load()
 	t.Logf("%d SASL attempts in %v", got, window)
 	require.LessOrEqual(t, got, limit, "SASL attempts in %v", window)
+	f.events.Flush() // the observer runs on the event goroutine
 	require.EqualValues(t, 1, reported.Load(), "EventAuthFailed")
 	require.EqualValues(t, 1, checkLogs.n.Load(), "the background check's log lines")
 }

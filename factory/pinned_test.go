@@ -2,6 +2,7 @@ package factory
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,6 +90,11 @@ func TestPinnedSwitchFailsFast(t *testing.T) {
 	// it is closed.
 	require.NotSame(t, old, p.Kgo(), "the client was not retired")
 	testkit.WaitFor(ctx, t, "the retired client to close", func() bool { return closed.isClosed(old) })
+	// The change's warning comes from the factory's event goroutine: in
+	// before the window, so that it is not taken for one while records fail.
+	testkit.WaitFor(ctx, t, "the cluster-changed warning", func() bool {
+		return slices.ContainsFunc(warns.all(), func(m string) bool { return strings.HasPrefix(m, "kconsist: cluster-changed") })
+	})
 	warned, askedBefore := warns.count(), asked.Load()
 
 	// Records paced 10 ms apart, so that the window spans more than one

@@ -80,7 +80,9 @@ func TestKIP1243ClusterChangeFollowed(t *testing.T) {
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "to-b"})
 	require.NoError(t, err)
 	require.Equal(t, "cluster-b", f.Token().ClusterID(), "the store follows the bootstrap server to B")
-	require.NotZero(t, events.count(factory.EventClusterChanged))
+	// Events reach the observer on the factory's event goroutine: wait
+	// for it (bounded by ctx), as the factory stays in use below.
+	testkit.WaitFor(ctx, t, "EventClusterChanged", func() bool { return events.count(factory.EventClusterChanged) > 0 })
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
 	require.NoError(t, err)

@@ -185,6 +185,10 @@ func TestLimitedWithoutDescribeCluster(t *testing.T) {
 		require.True(t, later, "broker 2 showed an older image than broker 0 had shown")
 	}
 
+	// Events reach the observer on the factory's event goroutine: wait
+	// for the one expected, then give any other queued with it the
+	// time to arrive (Flush is internal; the factory stays in use).
+	testkit.WaitFor(ctx, t, "EventConsistencyLimited", func() bool { return events.count(factory.EventConsistencyLimited) > 0 })
 	require.Zero(t, events.count(factory.EventConsistencyOff))
 	require.Equal(t, 1, events.count(factory.EventConsistencyLimited))
 	limited := events.first(factory.EventConsistencyLimited)

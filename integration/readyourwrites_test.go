@@ -124,9 +124,12 @@ func TestFactoryReadsItsWrites(t *testing.T) {
 			}
 			require.True(t, f.Token().Offset() > tok.Offset(), "the token moved with each write")
 			if mode == "error" {
-				events.mu.Lock()
-				require.NotZero(t, events.inconsistent, "error mode answered INCONSISTENT_METADATA and the clients retried")
-				events.mu.Unlock()
+				// The observer runs on the factory's event goroutine.
+				testkit.WaitFor(ctx, t, "error mode answered INCONSISTENT_METADATA and the clients retried", func() bool {
+					events.mu.Lock()
+					defer events.mu.Unlock()
+					return events.inconsistent > 0
+				})
 			}
 		})
 	}

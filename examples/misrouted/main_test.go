@@ -30,7 +30,7 @@ func TestRun(t *testing.T) {
 
 	require.Contains(t, off, "read: end offset 0 — served by cluster-b (cluster-a holds 5)")
 	require.Contains(t, off, "5 records failed with UNKNOWN_TOPIC_ID")
-	require.Contains(t, off, "events: 0, rebootstraps: 0")
+	require.Contains(t, off, "misroute events: 0, rebootstraps: 0")
 	require.NotContains(t, off, "event rebootstrap")
 }
 

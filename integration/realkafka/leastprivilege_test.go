@@ -152,6 +152,8 @@ func leastPrivilegeOn(t *testing.T, version string) {
 
 	assert.Zero(t, sumOf(fside.stale), "the factory read an answer that did not show its own write")
 	assert.Zero(t, fside.older, "the factory read an older state than one it had already seen")
+	// Events reach the observer on the factory's event goroutine.
+	testkit.WaitFor(ctx, t, "EventConsistencyLimited", func() bool { return ev.kinds()[factory.EventConsistencyLimited] > 0 })
 	var limited []factory.Event
 	for _, e := range ev.list() {
 		if e.Kind == factory.EventConsistencyLimited {

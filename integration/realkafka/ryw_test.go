@@ -227,6 +227,14 @@ func readYourWritesOn(t *testing.T, version string) {
 	}
 	require.Zero(t, sides[0].staleTotal(), "the factory read an answer older than its own write")
 	require.Positive(t, sides[1].staleTotal(), "plain franz-go saw no stale answer in %d trials: the test shows nothing", i)
+	if version != kafkatest.KafkaVersion {
+		// Events reach the observer on the factory's event goroutine.
+		testkit.WaitFor(ctx, t, "EventClusterCheckOff", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(unchecked) > 0
+		})
+	}
 	mu.Lock()
 	require.Empty(t, offs, "the emulation turned itself off")
 	// Before 4.4 (ApiVersions v3 on 3.6, v4 on 3.9 to 4.2) the brokers
