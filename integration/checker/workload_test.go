@@ -19,11 +19,17 @@ func shortRun(t *testing.T, mode Mode, bypass bool) (Report, int) {
 
 func shortRunOn(t *testing.T, base Config, seeds uint64) (Report, int) {
 	t.Helper()
+	return runSeeds(t, base, 1, seeds)
+}
+
+// runSeeds runs the short workload of base with seeds from to to.
+func runSeeds(t *testing.T, base Config, from, to uint64) (Report, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var all Report
 	ops := 0
-	for seed := uint64(1); seed <= seeds; seed++ {
+	for seed := from; seed <= to; seed++ {
 		cfg := base
 		cfg.Seed, cfg.Ops, cfg.Goroutines, cfg.LagMax = seed, 250, 8, 100*time.Millisecond
 		res, err := Run(ctx, cfg)
@@ -80,7 +86,17 @@ func TestFactoryReadsItsWritesOnKafka44(t *testing.T) {
 // reads when they happen.
 func TestPlainClientsReadStale(t *testing.T) {
 	t.Parallel()
-	rep, _ := shortRun(t, ModePlain, true)
+	// Which stale reads a run shows is a matter of timing: on a loaded
+	// machine two seeds showed no read going back in time once. Two seeds
+	// more at a time, up to six, until both kinds are seen.
+	var rep Report
+	for from := uint64(1); from <= 5; from += 2 {
+		more, _ := runSeeds(t, Config{Mode: ModePlain, BypassAdminCache: true}, from, from+1)
+		rep.Violations = append(rep.Violations, more.Violations...)
+		if rep.Count(ReadYourWrites) > 0 && rep.Count(MonotonicReads) > 0 {
+			break
+		}
+	}
 	require.NotZero(t, rep.Count(ReadYourWrites), "plain clients read stale metadata")
 	require.NotZero(t, rep.Count(MonotonicReads), "plain clients go back in time")
 	require.Zero(t, rep.Count(WellFormed), "%v", rep.Violations)
