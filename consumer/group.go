@@ -52,9 +52,9 @@ func (c *Consumer[K, V]) AllowRebalance() {
 // paused ones. Nothing is skipped: once resumed, a topic is read from where
 // polls left it. Records a read took from franz-go before the pause and
 // has not returned yet (what a Records loop that stopped early left;
-// outside a group, the rest of a Poll's fetch) still come. Pausing topics and pausing partitions
-// are independent, as in franz-go: resuming a topic leaves its paused
-// partitions paused.
+// outside a group, the rest of a Poll's fetch) still come. Pausing topics
+// and pausing partitions are independent, as in franz-go: resuming a topic
+// leaves its paused partitions paused.
 //
 // Pauses outlive a cluster change: the client that takes over starts with
 // the same topics and partitions paused.
