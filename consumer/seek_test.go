@@ -80,6 +80,12 @@ func offsets(t *testing.T, ctx context.Context, c *Consumer[string, string], n i
 	return got
 }
 
+// assignFromStart assigns c partition t/0 from its first record.
+func assignFromStart(t *testing.T, c *Consumer[string, string]) {
+	t.Helper()
+	require.NoError(t, c.Assign(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
+}
+
 func span(from, to int64) []int64 {
 	var out []int64
 	for o := from; o < to; o++ {
@@ -99,7 +105,7 @@ func TestPollTakesTheWholeFetch(t *testing.T) {
 	t.Run("assigned", func(t *testing.T) {
 		c := newConsumer(seekCluster(t, ctx, 10), String(), String(), false)
 		defer c.Close(ctx)
-		require.NoError(t, c.Assign(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
+		assignFromStart(t, c)
 		require.Equal(t, span(0, 2), offsets(t, ctx, c, 2))
 		require.Zero(t, c.Kgo().BufferedFetchRecords(), "the fetch is all taken")
 		require.Equal(t, 8, c.rest.left)
@@ -126,7 +132,7 @@ func TestSetOffsetsDropsWhatWasTaken(t *testing.T) {
 	defer cancel()
 	c := newConsumer(seekCluster(t, ctx, 10), String(), String(), false)
 	defer c.Close(ctx)
-	require.NoError(t, c.Assign(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
+	assignFromStart(t, c)
 	at := func(o int64) map[string]map[int32]kgo.EpochOffset {
 		return map[string]map[int32]kgo.EpochOffset{"t": {0: {Epoch: -1, Offset: o}}}
 	}
@@ -178,7 +184,7 @@ func TestSetOffsetsFromAnotherGoroutine(t *testing.T) {
 	defer cancel()
 	c := newConsumer(seekCluster(t, ctx, 50), String(), String(), false)
 	defer c.Close(ctx)
-	require.NoError(t, c.Assign(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
+	assignFromStart(t, c)
 	// franz-go skips a SetOffsets of a partition it does not consume yet
 	// (Assign takes effect once its metadata is in): seek only once the
 	// partition is read.
@@ -223,7 +229,7 @@ func TestClusterChangeDropsWhatWasTaken(t *testing.T) {
 	w := &manualWatch{next: func() (*kgo.Client, error) { return next, nil }}
 	c := follows(t, old, false, w)
 	defer c.Close(ctx)
-	require.NoError(t, c.Assign(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}))
+	assignFromStart(t, c)
 	require.Equal(t, span(0, 2), offsets(t, ctx, c, 2))
 	require.False(t, c.rest.empty(), "the rest of the old cluster's fetch is taken")
 	w.change()
