@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -98,20 +99,25 @@ func (s *syncBuffer) String() string {
 
 // TestProbeBacksOff: a check whose probes keep failing (brokers down)
 // backs off exponentially instead of probing every 100ms, and logs the
-// failure once, not at every attempt.
+// failure once, not at every attempt. On synctest's clock: the count
+// depends on the backoff alone, not on how busy the machine is.
 func TestProbeBacksOff(t *testing.T) {
-	p := &countingProbe{err: errors.New("unable to dial: connection refused")}
-	var logs syncBuffer
-	w := &Watcher{Probe: p.probe, Timeout: 1500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-	defer w.Close()
-	w.Check(false)
-	w.Settle(context.Background())
-	// 100ms apart for 1.5s would be 15 probes; 100, 200, 400, 800ms
-	// (each jittered down to half) leave at most 6.
-	require.GreaterOrEqual(t, p.count(), 3)
-	require.LessOrEqual(t, p.count(), 6, "probes in 1.5s")
-	require.Equal(t, 1, strings.Count(logs.String(), "connection refused"), logs.String())
-	require.NoError(t, w.AuthFailure(), "brokers that are down are no authentication failure")
+	synctest.Test(t, func(t *testing.T) {
+		p := &countingProbe{err: errors.New("unable to dial: connection refused")}
+		var logs syncBuffer
+		w := &Watcher{Probe: p.probe, Timeout: 1500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+		defer w.Close()
+		start := time.Now()
+		w.Check(false)
+		w.Settle(context.Background())
+		require.GreaterOrEqual(t, time.Since(start), 1500*time.Millisecond, "the check ended before its timeout")
+		// 100ms apart for 1.5s would be 15 probes; 100, 200, 400, 800ms
+		// (each jittered down to half) leave at most 6.
+		require.GreaterOrEqual(t, p.count(), 3)
+		require.LessOrEqual(t, p.count(), 6, "probes in 1.5s")
+		require.Equal(t, 1, strings.Count(logs.String(), "connection refused"), logs.String())
+		require.NoError(t, w.AuthFailure(), "brokers that are down are no authentication failure")
+	})
 }
 
 // TestAuthFailureQuiet: a probe refused for its credentials ends the check
@@ -119,60 +125,67 @@ func TestProbeBacksOff(t *testing.T) {
 // producer asks for one at every failed record); the failure is logged,
 // reported and told to subscribers, and clears once a probe works again.
 // The Failing flag is set before subscribers are told and cleared with the
-// failure.
+// failure. On synctest's clock: a busy machine cannot stretch the quiet
+// period's checks past its end (it did, in a CI clone at load 30).
 func TestAuthFailureQuiet(t *testing.T) {
-	sasl := fmt.Errorf("%w: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512", kerr.SaslAuthenticationFailed)
-	p := &countingProbe{err: sasl}
-	var logs syncBuffer
-	var events, told atomic.Int32
-	w := &Watcher{
-		Probe:  p.probe,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		OnEvent: func(ev Event) {
-			if ev.AuthFailure != nil {
-				events.Add(1)
-			}
-		},
-	}
-	defer w.Close()
-	var flagged atomic.Bool
-	cancel := w.OnAuthFailure(func(err error) {
-		if errors.Is(err, kerr.SaslAuthenticationFailed) {
-			told.Add(1)
+	synctest.Test(t, func(t *testing.T) {
+		sasl := fmt.Errorf("%w: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512", kerr.SaslAuthenticationFailed)
+		p := &countingProbe{err: sasl}
+		var logs syncBuffer
+		var events, told atomic.Int32
+		w := &Watcher{
+			Probe:  p.probe,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			OnEvent: func(ev Event) {
+				if ev.AuthFailure != nil {
+					events.Add(1)
+				}
+			},
 		}
-		flagged.Store(w.Failing().Load())
-	})
-	defer cancel()
-	require.False(t, w.Failing().Load(), "no failure yet")
-	ctx := context.Background()
-	start := time.Now()
-	w.Check(false)
-	w.Settle(ctx)
-	require.Less(t, time.Since(start), time.Second, "the check retried an authentication failure")
-	require.ErrorIs(t, w.AuthFailure(), kerr.SaslAuthenticationFailed)
-	// The quiet period is at least half a second.
-	for time.Since(start) < 400*time.Millisecond {
+		defer w.Close()
+		var flagged atomic.Bool
+		cancel := w.OnAuthFailure(func(err error) {
+			if errors.Is(err, kerr.SaslAuthenticationFailed) {
+				told.Add(1)
+			}
+			flagged.Store(w.Failing().Load())
+		})
+		defer cancel()
+		require.False(t, w.Failing().Load(), "no failure yet")
+		ctx := context.Background()
+		start := time.Now()
 		w.Check(false)
 		w.Settle(ctx)
+		require.Zero(t, time.Since(start), "the check waited to retry an authentication failure")
 		require.ErrorIs(t, w.AuthFailure(), kerr.SaslAuthenticationFailed)
-	}
-	require.Equal(t, 1, p.count(), "probes during the quiet period")
-	require.Equal(t, 1, strings.Count(logs.String(), "SASL_AUTHENTICATION_FAILED"), logs.String())
-	require.EqualValues(t, 1, events.Load())
-	require.EqualValues(t, 1, told.Load())
-	require.True(t, flagged.Load(), "the flag was not set when subscribers were told")
-	require.True(t, w.Failing().Load())
+		// The quiet period is at least half a second: checks until just
+		// before its shortest end make no probe.
+		for time.Since(start) < 490*time.Millisecond {
+			w.Check(false)
+			w.Settle(ctx)
+			require.ErrorIs(t, w.AuthFailure(), kerr.SaslAuthenticationFailed)
+			time.Sleep(10 * time.Millisecond)
+		}
+		require.Equal(t, 1, p.count(), "probes during the quiet period")
+		require.Equal(t, 1, strings.Count(logs.String(), "SASL_AUTHENTICATION_FAILED"), logs.String())
+		synctest.Wait() // the watcher's goroutine has told the observer
+		require.EqualValues(t, 1, events.Load())
+		require.EqualValues(t, 1, told.Load())
+		require.True(t, flagged.Load(), "the flag was not set when subscribers were told")
+		require.True(t, w.Failing().Load())
 
-	// The credentials are fixed on the broker: once the quiet period is
-	// over, asking starts a check, which clears the failure.
-	p.set("cluster-a", nil)
-	w.failed.Load().until = time.Now() // no check is running
-	require.Error(t, w.AuthFailure())
-	w.Settle(ctx)
-	require.NoError(t, w.AuthFailure())
-	require.False(t, w.Failing().Load(), "the flag outlived the failure")
-	require.Equal(t, "cluster-a", w.Cluster())
-	require.Equal(t, 2, p.count())
+		// The credentials are fixed on the broker: once the quiet period
+		// (at most a second) is over, asking starts a check, which clears
+		// the failure.
+		p.set("cluster-a", nil)
+		time.Sleep(time.Second - time.Since(start))
+		require.Error(t, w.AuthFailure())
+		w.Settle(ctx)
+		require.NoError(t, w.AuthFailure())
+		require.False(t, w.Failing().Load(), "the flag outlived the failure")
+		require.Equal(t, "cluster-a", w.Cluster())
+		require.Equal(t, 2, p.count())
+	})
 }
 
 // TestAuthQuietGrows: the quiet period doubles with each failure in a row,

@@ -183,12 +183,16 @@ func TestHungDescribeQuorum(t *testing.T) {
 		require.NoError(t, askMetadata(ctx, other))
 		took := time.Since(start)
 		t.Logf("another client's Metadata during the hang: %v", took)
-		require.Less(t, took, 300*time.Millisecond, "another client's metadata answer was held")
+		// Held, it would take the learn bound (1s); unheld, milliseconds.
+		// The bound leaves a loaded machine room below the hold.
+		require.Less(t, took, 800*time.Millisecond, "another client's metadata answer was held")
 	}
 	took := <-written
 	t.Logf("CreateTopics answer during the hang: %v", took)
 	require.GreaterOrEqual(t, took, 900*time.Millisecond, "the answer is held while the committed offset is asked")
-	require.Less(t, took, 2500*time.Millisecond, "the answer is held past the learn bound")
+	// Past the learn bound but below the question's timeout (5s) a
+	// loaded machine may reach; at the timeout, the bound was not kept.
+	require.Less(t, took, 4*time.Second, "the answer is held past the learn bound")
 
 	// The token moves past the partition leader (handed over by another
 	// service): the produce waits for the leader until its write deadline
@@ -200,5 +204,6 @@ func TestHungDescribeQuorum(t *testing.T) {
 	took = time.Since(start)
 	t.Logf("Produce to a broker behind the token during the hang: %v", took)
 	require.GreaterOrEqual(t, took, 350*time.Millisecond, "the produce was not held for its lagging broker")
-	require.Less(t, took, time.Second, "the produce was held past its own bounds")
+	// The data bound is 1s; the old hold was 3.3s.
+	require.Less(t, took, 2*time.Second, "the produce was held past its own bounds")
 }
