@@ -8,9 +8,10 @@ import "fmt"
 
 // AuthError reports that the cluster refuses the client: SASL
 // authentication failed, or TLS did not verify (either side's
-// certificate). errors.As finds it in what a producer, a consumer or an
-// admin client of a factory returns, and errors.Is / errors.As on the
-// cause (Err) work as on franz-go's own error.
+// certificate). errors.As finds it in what a producer or a consumer of a
+// factory returns (an admin client and KgoClient return franz-go's own
+// errors), and errors.Is / errors.As on the cause (Err) work as on
+// franz-go's own error.
 //
 // franz-go retries a connection that fails SASL or certificate checks as
 // it would a broker that is down, so records wait for their delivery

@@ -18,12 +18,15 @@
 // connection raised to 105). The owner also remembers what its cluster's
 // own brokers told it: the cluster it learnt from their answers, and the
 // highest offset it knows that cluster committed. A token learnt that way
-// is never healed; a genuine cluster change (the learnt cluster's brokers
-// gave way to another cluster's) is a move, reported as
-// EventClusterChanged and EventStoreReset, never as a heal; and a store
-// that another writer moved to a cluster this owner never talked to is a
-// store shared across clusters, refused with one clear error instead of
-// being healed back and forth.
+// is not checked at once (only once requests carrying it were held for
+// a while), and is healed only if the cluster's committed offset is then
+// below it: a metadata log restored under the same cluster id. A
+// genuine cluster change (the learnt cluster's brokers gave way to
+// another cluster's) is a move, reported as EventClusterChanged and
+// EventStoreReset, never as a heal; and a store that another writer
+// moved to a cluster this owner never talked to is a store shared across
+// clusters, refused with one clear error instead of being healed back and
+// forth.
 //
 // Changes are reported in store order: the owner enqueues its event while
 // it holds the lock its compare-and-swap runs under, and the [Stream]
