@@ -38,7 +38,10 @@ func number(t *testing.T, s string) int {
 
 func runCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// A bound against a hang, not a measure: -realkafka starts three JVMs,
+	// which on a loaded machine took most of a minute (and a boot retried
+	// after a taken port, more).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
 	err := run(ctx, args, &out, &errOut)

@@ -775,27 +775,6 @@ func (c *Cluster) bindFailed() bool {
 	return false
 }
 
-func freePorts(count int) ([]int, error) {
-	// All listeners stay open until every port is picked, so no port is
-	// handed out twice.
-	ls := make([]net.Listener, 0, count)
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, count)
-	for range count {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("kafkatest: find a free loopback port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 func readFile(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
