@@ -26,7 +26,15 @@ import (
 // After every create's answer the factory's token must cover the write:
 // at least the committed high watermark read from a live node before the
 // create was sent (the write's records come after it); and every live
-// node, asked at once through the factory, must list the topic.
+// node, asked at once through the factory, must list the topic. A create
+// may also be answered before its offset was learnt, when no live node
+// answered DescribeQuorum within the answer's 1 s hold (a loaded machine
+// in the election: seen once in a CI clone at load 20): that is allowed
+// as the SDK documents it, reported (EventWriteUnlearnt) and owed, so the
+// reads that follow wait for it. Then the token must cover the write once
+// those reads are answered. (That the question goes to every live broker,
+// not only the dead one Metadata may still name controller, is
+// internal/session's TestCommittedAsksAnotherBroker.)
 // Meanwhile a factory producer and a plain franz-go client send records
 // one at a time; every record the factory acknowledged must be in the
 // topic once, read back at the end (both counts are logged, with the
@@ -104,7 +112,7 @@ func writesThroughLeaderCrash(t *testing.T, version string) {
 	live := slices.DeleteFunc(c.NodeIDs(), func(id int32) bool { return id == leader })
 	t.Logf("Kafka %s: killed the quorum leader, node %d; live %v", version, leader, live)
 
-	var creates, below, stale int
+	var creates, below, unpaid, stale int
 	var longest time.Duration
 	// 8 s from the kill (the dead node stays listed ~5 s), and on until
 	// five creates were made: on a loaded machine a create on 3.6 takes
@@ -123,7 +131,7 @@ func writesThroughLeaderCrash(t *testing.T, version string) {
 		creates++
 		if tok := f.Token(); tok.Offset() < before {
 			below++
-			t.Errorf("%s: answered %v after the kill with token %v, below the high watermark %d read before it was sent", topic, time.Since(killed).Round(time.Millisecond), tok, before)
+			t.Logf("%s: answered %v after the kill with token %v, below the high watermark %d read before it was sent: owed", topic, time.Since(killed).Round(time.Millisecond), tok, before)
 		}
 		for _, id := range live {
 			known, _, err := topicOn(ctx, fkgo, id, topic)
@@ -133,6 +141,10 @@ func writesThroughLeaderCrash(t *testing.T, version string) {
 				t.Errorf("%s: node %d does not list the topic the factory just created", topic, id)
 			}
 		}
+		if tok := f.Token(); tok.Offset() < before {
+			unpaid++
+			t.Errorf("%s: token %v after the reads that followed the create, below the high watermark %d read before it was sent", topic, tok, before)
+		}
 	}
 	select {
 	case <-time.After(time.Until(killed.Add(20 * time.Second))):
@@ -140,8 +152,13 @@ func writesThroughLeaderCrash(t *testing.T, version string) {
 	}
 	stopProducing()
 	producers.Wait()
-	t.Logf("Kafka %s: %d creates from the kill (8 s, or until the fifth): %d answered with a token below the write, %d stale reads; longest create %v; events %v",
-		version, creates, below, stale, longest.Round(time.Millisecond), ev.kinds())
+	if below > 0 {
+		testkit.WaitFor(ctx, t, "EventWriteUnlearnt for each create answered below its write", func() bool {
+			return ev.kinds()[factory.EventWriteUnlearnt] >= below
+		})
+	}
+	t.Logf("Kafka %s: %d creates from the kill (8 s, or until the fifth): %d answered with a token below the write (owed), %d still below after the reads, %d stale reads; longest create %v; events %v",
+		version, creates, below, unpaid, stale, longest.Round(time.Millisecond), ev.kinds())
 	got := readValues(ctx, t, c, "crash-data")
 	fLost, fTwice := fAcked.check(got)
 	pLost, pTwice := pAcked.check(got)
@@ -150,7 +167,7 @@ func writesThroughLeaderCrash(t *testing.T, version string) {
 		version, len(fAcked.values), len(pAcked.values), float64(len(fAcked.values))/float64(max(len(pAcked.values), 1)),
 		fLost, fTwice, fAcked.longest.Round(time.Millisecond), pLost, pTwice, pAcked.longest.Round(time.Millisecond))
 	require.GreaterOrEqual(t, creates, 5, "too few creates to show anything")
-	require.Zero(t, below)
+	require.Zero(t, unpaid, "a write's offset was not in the store once the reads after it were answered")
 	require.Zero(t, stale)
 	require.NotEmpty(t, fAcked.values, "the factory producer had no record acknowledged")
 	require.Zero(t, fLost, "records the factory producer acknowledged are missing from the topic")
