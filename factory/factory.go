@@ -137,6 +137,12 @@ func (f *Factory) LogValue() slog.Value { return f.base.LogValue() }
 func (f *Factory) Store() consistency.Store { return f.s.Store() }
 
 // Token returns the current consistency token of the factory's clients.
+// A metadata write answered before its offset was learnt
+// ([EventWriteUnlearnt]: no broker told the committed offset within the
+// answer's hold, as in a controller election) is not in it until the
+// factory learns it, which the factory's own next requests wait for. To
+// hand another process a token that covers every write answered so far,
+// whatever happened, ask [Factory.CommittedToken].
 func (f *Factory) Token() consistency.Token { return f.s.Store().Load() }
 
 // Stats returns counters summed over every client the factory made.
