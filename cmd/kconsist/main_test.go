@@ -251,18 +251,20 @@ func TestExitStatuses(t *testing.T) {
 
 // TestExitTimeout: a broker that stays behind makes --wait end with exit
 // status 3 at --timeout, naming it; progress shows on stderr meanwhile.
+// The timeouts leave a loaded machine time for the two brokers that do
+// apply to say so (2.5 s and 1.5 s did not always).
 func TestExitTimeout(t *testing.T) {
 	// Broker 2, kfake's controller, answers the create: at commit, or it
 	// would wait the hour for its own apply.
 	lc := newCluster(t, localcluster.BrokerLag(2, time.Hour), localcluster.WriteAnswers(localcluster.WritesAtCommit))
-	r := kc("", "-b", bootstrap(lc), "--timeout", "2500ms", "topic", "create", "slow", "--wait")
+	r := kc("", "-b", bootstrap(lc), "--timeout", "8s", "topic", "create", "slow", "--wait")
 	require.Equal(t, exitTimeout, r.code, r)
 	require.Contains(t, r.stderr, "1 of 3 brokers had not applied token "+clusterID+"@", r)
 	require.Contains(t, r.stderr, "broker 2 (", r)
 	require.Contains(t, r.stderr, "waiting for "+clusterID+"@", r)
 	require.Contains(t, r.stderr, "2 of 3 brokers done; broker 2 at", r)
 
-	r = kc("", "-b", bootstrap(lc), "--timeout", "1500ms", "-o", "json", "wait")
+	r = kc("", "-b", bootstrap(lc), "--timeout", "5s", "-o", "json", "wait")
 	require.Equal(t, exitTimeout, r.code, r)
 	m := decode(t, r.stdout)
 	require.Equal(t, "timeout", m["status"])

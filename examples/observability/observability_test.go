@@ -89,6 +89,24 @@ func (o *observed) counter(name, role string) (float64, error) {
 	return sum, nil
 }
 
+// counterReaches returns counter name of role once it reaches want, or
+// what it holds when ctx ends: kprom counts a produce in franz-go's
+// OnProduceBatchWritten hook, which runs on a goroutine of its own after
+// the answer, so the count may trail the Produce calls for a moment.
+func (o *observed) counterReaches(ctx context.Context, name, role string, want float64) (float64, error) {
+	for {
+		n, err := o.counter(name, role)
+		if err != nil || n >= want {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return n, nil
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 func label(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {
 		if l.GetName() == name {
@@ -165,8 +183,8 @@ func Example() {
 		panic(err)
 	}
 	defer closeClients()
-	produced, _ := o.counter("kafka_produce_records_total", "producer")
-	fetched, _ := o.counter("kafka_fetch_records_total", "consumer")
+	produced, _ := o.counterReaches(ctx, "kafka_produce_records_total", "producer", 4)
+	fetched, _ := o.counterReaches(ctx, "kafka_fetch_records_total", "consumer", 4)
 	fmt.Println("kprom: produced", produced, "fetched", fetched)
 	sameTrace := 0
 	for _, r := range recs {
@@ -207,7 +225,7 @@ func TestObservability(t *testing.T) {
 		"producer": "kafka_produce_records_total",
 		"consumer": "kafka_fetch_records_total",
 	} {
-		n, err := o.counter(name, role)
+		n, err := o.counterReaches(ctx, name, role, 6)
 		require.NoError(t, err)
 		require.Equal(t, 6.0, n, "%s of %s clients", name, role)
 	}

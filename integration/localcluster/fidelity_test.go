@@ -155,10 +155,12 @@ func TestInconsistentTokenJudgedVersusApplied(t *testing.T) {
 		t.Run(tok.String(), func(t *testing.T) {
 			c, commit, applied := behindCluster(t, ErrorMode(true), InconsistentTokenIs(tok))
 			r := dialRaw(t, c.Addrs()[0])
-			// A Fetch that long-polls holds the answers after it.
+			// A Fetch that long-polls holds the answers after it: for
+			// longer than the steps below take on a loaded machine (300 ms
+			// was not always).
 			f := kmsg.NewPtrFetchRequest()
 			f.SetVersion(12)
-			f.MaxWaitMillis, f.MinBytes, f.MaxBytes = 300, 1, 1<<20
+			f.MaxWaitMillis, f.MinBytes, f.MaxBytes = 3000, 1, 1<<20
 			f.SessionEpoch = -1
 			fcorr := r.send(f, nil)
 			mreq := metadataReq("b")

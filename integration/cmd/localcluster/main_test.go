@@ -41,7 +41,9 @@ func (s *syncBuffer) String() string {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	// A bound against a hang, not a measure: a JVM starting on a loaded
+	// machine took longer than 20 s to have 100 records acknowledged.
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -61,14 +63,17 @@ func TestRunServesAndDumps(t *testing.T) {
 		done <- run(ctx, []string{"-brokers", "2", "-lag", "1ms", "-dump", "-cluster-id", "cmd-test", "-topics", "a,b", "-partitions", "2"}, nil, &out, &errOut, nil)
 	}()
 	var bootstrap string
-	waitFor(t, "the bootstrap line", func() bool {
+	// The cluster-id line is printed after the bootstrap line: wait for
+	// both.
+	waitFor(t, "the bootstrap and cluster-id lines", func() bool {
+		id := false
 		for _, line := range strings.Split(out.String(), "\n") {
 			if s, ok := strings.CutPrefix(line, "bootstrap: "); ok {
 				bootstrap = s
-				return true
 			}
+			id = id || strings.HasPrefix(line, "cluster-id: ")
 		}
-		return false
+		return bootstrap != "" && id
 	})
 	require.Len(t, strings.Split(bootstrap, ","), 2)
 	require.Contains(t, out.String(), "cluster-id: cmd-test")
@@ -217,7 +222,8 @@ func startRun(t *testing.T, args ...string) (out, errOut *syncBuffer, stdin io.W
 				lines[k] = v
 			}
 		}
-		return lines["bootstrap"] != "" && lines["bootstrap-b"] != ""
+		// Each cluster-id line follows its bootstrap line.
+		return lines["bootstrap"] != "" && lines["cluster-id"] != "" && lines["bootstrap-b"] != "" && lines["cluster-id-b"] != ""
 	})
 	return out, errOut, pw, signals, lines
 }
