@@ -204,8 +204,24 @@ func newConn(i *Interceptor, c net.Conn, addr string, mv *moved) *conn {
 }
 
 // Write parses the frames in p, stamps flexible request headers and sends
-// them; see requestWriter.write.
-func (c *conn) Write(p []byte) (int, error) { return c.w.write(p) }
+// them; see requestWriter.write. A write the broker's close or reset
+// refused (EPIPE, ECONNRESET) is noted as the reader notes a close: kgo
+// dials again at once for a write that failed, often before the reader
+// has seen the close, and that dial must follow a node that moved (see
+// relocate.go) as one after the reader's would.
+func (c *conn) Write(p []byte) (int, error) {
+	n, err := c.w.write(p)
+	if err != nil && !c.dead.Load() && writeRefused(err) {
+		c.i.noteClose(c.addr)
+	}
+	return n, err
+}
+
+// writeRefused reports whether err, from a socket write, says the peer
+// closed or reset the connection.
+func writeRefused(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
 
 // Read hands kgo the response stream; see responseReader.read.
 func (c *conn) Read(p []byte) (int, error) { return c.r.read(p) }

@@ -481,3 +481,50 @@ func TestRelocateTiming(t *testing.T) {
 		require.Len(t, r.calls(), 2)
 	})
 }
+
+// TestRelocateAfterRefusedWrite: a write the broker's close refused
+// (EPIPE, ECONNRESET) counts as the close a read would have seen: kgo
+// dials again at once after a failed write, often before any read of the
+// connection saw the close, and that dial must follow the node too. (In
+// the factory's misroute test under load, such a dial went to the old
+// address, which led to another cluster.)
+func TestRelocateAfterRefusedWrite(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	old, moved := newFakeBroker(t), newFakeBroker(t)
+	r := &fakeRelocator{to: moved.addr()}
+	ic := newRelocating(t, r)
+	ic.timing.idleCheckAfter = time.Hour // no idle peek: only the write can tell
+
+	c, err := ic.DialContext(ctx, "tcp", old.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	exchange(t, c, apiVersionsV5("c", 3), 1)
+	old.closeConns()
+	// The first write after the close may still be taken by the socket;
+	// the peer's reset refuses a later one.
+	var werr error
+	for corr := int32(2); werr == nil && corr < 100; corr++ {
+		_, werr = c.Write(reqFrame(metadataReq(1), corr))
+		if werr == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if !writeRefused(werr) {
+		t.Fatalf("writes after the broker's close: %v, want EPIPE or ECONNRESET", werr)
+	}
+	if n := len(r.calls()); n != 0 {
+		t.Fatalf("the Relocator was asked %d times before any dial", n)
+	}
+	c2, err := ic.DialContext(ctx, "tcp", old.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got := r.calls(); len(got) != 1 || got[0] != old.addr()+" c 3" {
+		t.Fatalf("Locate calls %q, want one for node 3 of c at %s", got, old.addr())
+	}
+	moved.waitAccepted(t, 1)
+}
