@@ -2,6 +2,7 @@ package factory
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -29,9 +30,13 @@ func (l movingAddrListener) Addr() net.Addr { return l.adv.Load() }
 // forwarder F2) and its old one (F1) is handed to cluster B, closing the
 // connections through it. A record produced right after the move goes to
 // the broker's new address at once: the dial after the close asks the
-// bootstrap server where the broker went. So nothing is refused by B, kgo
-// does not rebootstrap, the produce is sent once and not retried after a
-// backoff, and nothing reaches B.
+// bootstrap server where the broker went. So the producer's client is
+// refused nothing by B and does not rebootstrap, the produce is sent once
+// and not retried after a backoff, and nothing but a handshake that B
+// refuses reaches B. (The factory's own probe client, asking node 0 how
+// far it applied, may dial the old address before its metadata knows of
+// the move: seen 2–4 times in 100 under load. Its ApiVersions v5 names
+// cluster A, so B refuses it, KIP-1242, and it learns the new address.)
 //
 // The time to the acknowledgement is logged, not asserted: it is a few ms
 // when the forwarder's close reaches the client before the record is
@@ -49,12 +54,32 @@ func TestMisrouteMoveFollowed(t *testing.T) {
 		fws[i] = fw
 	}
 	var produces [2]atomic.Int64
+	// After the move, the first frame through F1 (toward B) that is not
+	// part of a refused handshake: a request other than ApiVersions, or
+	// an ApiVersions answer without an error.
+	var moved atomic.Bool
+	var towardB atomic.Pointer[string]
 	for i, fw := range fws {
 		fw.Observe(func(fr kafkatest.Frame) {
 			if fr.Request && fr.Key == 0 {
 				produces[i].Add(1)
 			}
+			if i != 0 || !moved.Load() {
+				return
+			}
+			const apiVersions = 18
+			refused := fr.Key == apiVersions && (fr.Request || len(fr.Body) >= 6 && binary.BigEndian.Uint16(fr.Body[4:6]) != 0)
+			if !refused {
+				what := fmt.Sprintf("request %v, key %d, client %q", fr.Request, fr.Key, fr.ClientID)
+				towardB.CompareAndSwap(nil, &what)
+			}
 		})
+	}
+	noneTowardB := func() {
+		t.Helper()
+		if what := towardB.Load(); what != nil {
+			t.Fatalf("toward B, through the old address, went more than a handshake B refused: %s", *what)
+		}
 	}
 	var adv atomic.Pointer[net.TCPAddr]
 	first, err := net.ResolveTCPAddr("tcp", fws[0].Addr())
@@ -91,8 +116,9 @@ func TestMisrouteMoveFollowed(t *testing.T) {
 	require.NoError(t, err)
 	fws[1].SetTarget(realA)
 	adv.Store(second)
+	moved.Store(true)
 	fws[0].SetTarget(realB) // closes every connection through F1
-	rebootstraps, towardB := f.Stats().Rebootstraps, fws[0].Accepted()
+	rebootstraps := f.Stats().Rebootstraps
 
 	start := time.Now()
 	_, err = p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: "after"})
@@ -102,7 +128,7 @@ func TestMisrouteMoveFollowed(t *testing.T) {
 
 	require.Equal(t, int64(3), produces[0].Load(), "no produce went toward B")
 	require.Equal(t, int64(1), produces[1].Load(), "the record went to A's new address in one request, not retried")
-	require.Equal(t, towardB, fws[0].Accepted(), "nothing dialed the old address, which leads to B")
+	noneTowardB()
 	require.Equal(t, rebootstraps, f.Stats().Rebootstraps, "no rebootstrap: B never refused a connection")
 
 	// The client learns the new address itself; more records go there.
@@ -110,7 +136,7 @@ func TestMisrouteMoveFollowed(t *testing.T) {
 		_, err := p.Produce(ctx, producer.Record[string, string]{Topic: "t", Value: fmt.Sprint("later-", i)})
 		require.NoError(t, err)
 	}
-	require.Equal(t, towardB, fws[0].Accepted(), "nothing dialed the old address, which leads to B")
+	noneTowardB()
 	require.Equal(t, int64(7), testkit.EndOffset(ctx, t, realA, "t"), "every record in A once")
 	require.Equal(t, int64(0), testkit.EndOffset(ctx, t, realB, "t"), "nothing in B")
 }
