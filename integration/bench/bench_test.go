@@ -122,7 +122,8 @@ func TestScaleQuick(t *testing.T) {
 	out := filepath.Join(dir, "BENCHMARKS.md")
 	const manual = "## RELIABILITY\n\nwritten by hand, must survive\n"
 	require.NoError(t, os.WriteFile(out, []byte(skeleton()+"\n"+manual), 0o644))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A bound against a hang (see TestQuick).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	require.NoError(t, run(ctx, options{Quick: true, Local: true, CurvesOnly: true, Isolate: true, Out: out, Charts: dir,
 		Command: "go run ./integration/bench -curves-only -quick", Logf: t.Logf}))

@@ -27,7 +27,8 @@ func TestConsumeQuick(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "BENCHMARKS.md")
 	require.NoError(t, os.WriteFile(out, []byte(skeleton()), 0o644))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A bound against a hang (see TestQuick).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	require.NoError(t, run(ctx, options{Quick: true, Local: true, ConsumeOnly: true, Out: out, Charts: dir,
 		Command: "go run ./integration/bench -consume-only -quick", Logf: t.Logf}))
