@@ -78,23 +78,36 @@ func (b *fakeBroker) waitAccepted(t *testing.T, n int64) {
 	}
 }
 
+// serve answers each request with an empty body (an ApiVersions with
+// apiErr). It reuses its buffers: it runs in the test's process, and a
+// test counting the allocations of a write (testing.AllocsPerRun counts
+// the whole process's) would count its own when it answers at once.
 func (b *fakeBroker) serve(c net.Conn) {
 	defer c.Close()
+	var size [4]byte
+	var req, out []byte
+	body := make([]byte, 4)
 	for {
-		var size [4]byte
 		if _, err := io.ReadFull(c, size[:]); err != nil {
 			return
 		}
-		req := make([]byte, binary.BigEndian.Uint32(size[:]))
+		n := int(binary.BigEndian.Uint32(size[:]))
+		if cap(req) < n {
+			req = make([]byte, n)
+		}
+		req = req[:n]
 		if _, err := io.ReadFull(c, req); err != nil {
 			return
 		}
-		corr := int32(binary.BigEndian.Uint32(req[4:8]))
-		body := []byte{0, 0, 0, 0}
+		corr := binary.BigEndian.Uint32(req[4:8])
+		clear(body)
 		if int16(binary.BigEndian.Uint16(req)) == apiVersionsKey {
 			binary.BigEndian.PutUint16(body, uint16(b.apiErr.Load()))
 		}
-		if _, err := c.Write(respFrame(corr, nil, body)); err != nil {
+		out = binary.BigEndian.AppendUint32(out[:0], uint32(4+len(body)))
+		out = binary.BigEndian.AppendUint32(out, corr)
+		out = append(out, body...)
+		if _, err := c.Write(out); err != nil {
 			return
 		}
 	}
