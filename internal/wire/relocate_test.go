@@ -230,15 +230,8 @@ func TestRelocateFollowsMove(t *testing.T) {
 
 	knownThenClosed(t, ctx, ic, old)
 	oldAccepts := old.accepted.Load()
-	c, err = ic.DialContext(ctx, "tcp", old.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c = dialRelocated(t, ctx, ic, r, old, moved)
 	defer c.Close()
-	if got := r.calls(); len(got) != 1 || got[0] != old.addr()+" c 3" {
-		t.Fatalf("Locate calls %q, want one for node 3 of c at %s", got, old.addr())
-	}
-	moved.waitAccepted(t, 1)
 	if moved.accepted.Load() != 1 || old.accepted.Load() != oldAccepts {
 		t.Fatalf("the dial reached the new address %d times, the old one %d more times; want 1 and 0",
 			moved.accepted.Load(), old.accepted.Load()-oldAccepts)
@@ -531,13 +524,21 @@ func TestRelocateAfterRefusedWrite(t *testing.T) {
 	if n := len(r.calls()); n != 0 {
 		t.Fatalf("the Relocator was asked %d times before any dial", n)
 	}
-	c2, err := ic.DialContext(ctx, "tcp", old.addr())
+	dialRelocated(t, ctx, ic, r, old, moved).Close()
+}
+
+// dialRelocated dials old, node 3 of cluster c, after its close: the dial
+// must ask r once and reach moved.
+func dialRelocated(t *testing.T, ctx context.Context, ic *Interceptor, r *fakeRelocator, old, moved *fakeBroker) net.Conn {
+	t.Helper()
+	c, err := ic.DialContext(ctx, "tcp", old.addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c2.Close()
 	if got := r.calls(); len(got) != 1 || got[0] != old.addr()+" c 3" {
+		c.Close()
 		t.Fatalf("Locate calls %q, want one for node 3 of c at %s", got, old.addr())
 	}
 	moved.waitAccepted(t, 1)
+	return c
 }
