@@ -178,12 +178,15 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: -scale %d: want 1 to 20\n", o.Scale)
 		os.Exit(2)
 	}
-	if o.Step == "" {
+	if o.Command == "" {
+		// Typed by a user (a step run by hand included): a child is
+		// told its parent's command.
 		o.Command = "go run ./integration/bench"
 		if len(os.Args) > 1 {
 			o.Command += " " + strings.Join(os.Args[1:], " ")
 		}
-	} else {
+	}
+	if o.Step != "" {
 		// The parent adds the time when it logs the child's lines.
 		log.SetFlags(0)
 	}
