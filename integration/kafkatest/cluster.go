@@ -733,6 +733,23 @@ func (n *node) stop(sig syscall.Signal, timeout time.Duration) error {
 	return err
 }
 
+// exited reports whether n's process has ended (a crash; stop clears
+// done, so a node this package stopped is not reported).
+func (n *node) exited() bool {
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *Cluster) killAll() {
 	for _, n := range c.nodes {
 		_ = n.stop(syscall.SIGKILL, 30*time.Second)
@@ -742,7 +759,7 @@ func (c *Cluster) killAll() {
 func (c *Cluster) cleanup() {
 	if c.t != nil && c.t.Failed() {
 		for _, n := range c.nodes {
-			c.t.Logf("kafkatest: node %d log %s (tail):\n%s", n.id, n.logPath, tail(readFile(n.logPath), 60))
+			c.t.Logf("kafkatest: %s", failureReport(n.id, n.logPath, readFile(n.logPath), n.exited()))
 		}
 	}
 	// The data is thrown away with the temp dir, so there is nothing a

@@ -243,3 +243,43 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// firstErrors returns the first max lines of a Kafka log that report an
+// error (log level ERROR or FATAL, or an exception) with the stack lines
+// that follow each: a node that crashed logs its cause far above the tail,
+// under the lines of its shutdown.
+func firstErrors(s string, max int) string {
+	var out []string
+	inStack := false
+	for line := range strings.SplitSeq(s, "\n") {
+		if len(out) == max {
+			break
+		}
+		stack := strings.HasPrefix(line, "\tat ") || strings.HasPrefix(line, "Caused by") || strings.HasPrefix(line, "\t...")
+		switch {
+		case strings.Contains(line, "] ERROR ") || strings.Contains(line, "] FATAL ") || strings.Contains(line, "Exception:") || strings.Contains(line, "Error:"):
+			out, inStack = append(out, line), true
+		case inStack && stack:
+			out = append(out, line)
+		default:
+			inStack = false
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// failureReport is what a failed test is told of a node: whether its
+// process had exited before the test ended, its log's first errors and its
+// tail.
+func failureReport(id int32, path, log string, exited bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "node %d log %s", id, path)
+	if exited {
+		b.WriteString(" (the node's process had exited before the test ended)")
+	}
+	if errs := firstErrors(log, 40); errs != "" {
+		fmt.Fprintf(&b, "\nfirst errors:\n%s", errs)
+	}
+	fmt.Fprintf(&b, "\ntail:\n%s", tail(log, 60))
+	return b.String()
+}
