@@ -184,16 +184,26 @@ func exchange(t *testing.T, c net.Conn, req kmsg.Request, corr int32) {
 // reader sees.
 func knownThenClosed(t *testing.T, ctx context.Context, ic *Interceptor, old *fakeBroker) {
 	t.Helper()
+	c := dialKnownThenCut(t, ctx, ic, old)
+	defer c.Close()
+	if _, err := c.Read(make([]byte, 16)); !errors.Is(err, io.EOF) {
+		t.Fatalf("read after the broker's close: %v, want io.EOF", err)
+	}
+}
+
+// dialKnownThenCut dials old, names node 3 of cluster "c" there and has
+// the broker close the connection; it returns the connection, which has
+// not looked yet.
+func dialKnownThenCut(t *testing.T, ctx context.Context, ic *Interceptor, old *fakeBroker) net.Conn {
+	t.Helper()
 	c, err := ic.DialContext(ctx, "tcp", old.addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() }) // also when exchange fails the test
 	exchange(t, c, apiVersionsV5("c", 3), 1)
 	old.closeConns()
-	if _, err := c.Read(make([]byte, 16)); !errors.Is(err, io.EOF) {
-		t.Fatalf("read after the broker's close: %v, want io.EOF", err)
-	}
+	return c
 }
 
 func newRelocating(t *testing.T, r Relocator) *Interceptor {
@@ -502,13 +512,8 @@ func TestRelocateAfterRefusedWrite(t *testing.T) {
 	ic := newRelocating(t, r)
 	ic.timing.idleCheckAfter = time.Hour // no idle peek: only the write can tell
 
-	c, err := ic.DialContext(ctx, "tcp", old.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialKnownThenCut(t, ctx, ic, old)
 	defer c.Close()
-	exchange(t, c, apiVersionsV5("c", 3), 1)
-	old.closeConns()
 	// The first write after the close may still be taken by the socket;
 	// the peer's reset refuses a later one.
 	var werr error
