@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -167,6 +169,119 @@ func BenchmarkProduceSplit(b *testing.B) {
 		b.ReportMetric(q(all[i], 0.99), name+"-p99-µs")
 		if i > 0 {
 			b.ReportMetric(q(all[i], 0.5)/base, name+"-p50/kgo")
+		}
+	}
+}
+
+// BenchmarkProduceLayersBurst splits the factory producer's cost per
+// record in a burst (the overhead step's throughput phase) into layers, on
+// bare kfake (3 brokers, the fastest broker at hand, so that the clients'
+// own cost shows), with small values by default: there a record's own
+// work weighs the most against a request's. Layers, each a client of its
+// own, taking turns burst by burst in a rotating order:
+//
+//   - kgo: plain franz-go, the overhead step's producer settings;
+//   - factory kgo: f.KgoClient in mode auto (the factory's franz-go
+//     options and its interceptor) with kgo's Produce;
+//   - factory producer: factory.NewProducer's ProduceAsync (the engine on
+//     top of the previous layer);
+//   - kgo control: a second plain client, the harness's own error.
+//
+// Each b.N iteration is one burst of 4000 records per layer, timed from
+// the first produce to the last acknowledgement; the topic is trimmed
+// (untimed) before each. Reported per layer: ns and process CPU ns per
+// record, and both over plain kgo's. The value size is
+// KCONSIST_BENCH_VALUE bytes (default 100). Not run by the tests;
+// BENCHMARKS.md has its figures:
+//
+//	go test -run '^$' -bench BenchmarkProduceLayersBurst -benchtime 150x ./integration/bench/
+func BenchmarkProduceLayersBurst(b *testing.B) {
+	ctx := context.Background()
+	size := 100
+	if v := os.Getenv("KCONSIST_BENCH_VALUE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("KCONSIST_BENCH_VALUE=%q: want a size in bytes, at least 1", v)
+		}
+		size = n
+	}
+	const topic, burst = "produce", 4000
+	kf, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, topic),
+		kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(overheadSegmentBytes)}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kf.Close()
+	addrs := kf.ListenAddrs()
+	// newSenders gives the factory producer, plain kgo and the control.
+	s, err := newSenders(addrs, topic, consistency.Unknown(), factory.ModeAuto)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := factory.New(factory.BootstrapServers(addrs...), factory.RequiredAcks(factory.AllISRAcks), factory.Idempotence(true),
+		factory.Compression(factory.CodecNone), factory.KgoOpts(kgo.ProducerLinger(0)), factory.Consistency(factory.ModeAuto))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl, err := f.KgoClient()
+	if err != nil {
+		f.Close(ctx)
+		b.Fatal(err)
+	}
+	fk := sender{
+		async: func(ctx context.Context, v []byte, done func(error)) {
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: v}, func(_ *kgo.Record, err error) { done(err) })
+		},
+		close: func() { cl.Close(); f.Close(ctx) },
+	}
+	layers := []sender{s[vPlain], fk, s[vFactory], s[vControl]}
+	names := []string{"kgo", "factory_kgo", "factory_producer", "kgo_control"}
+	defer func() {
+		for _, l := range layers {
+			l.close()
+		}
+	}()
+	value := make([]byte, size)
+	for i, l := range layers { // warm up: connections, producer ids, metadata
+		if _, errs := l.burst(ctx, burst, value); errs > 0 {
+			b.Fatalf("%s: %d warm-up records failed", names[i], errs)
+		}
+	}
+	took := make([]time.Duration, len(layers))
+	cpu := make([]time.Duration, len(layers))
+	cpuOK := true
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range layers {
+			v := (k + i) % len(layers)
+			b.StopTimer()
+			if err := trimAt(ctx, addrs, topic); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			c0, ok0 := processCPU()
+			d, errs := layers[v].burst(ctx, burst, value)
+			c1, ok1 := processCPU()
+			if errs > 0 {
+				b.Fatalf("%s: %d records failed", names[v], errs)
+			}
+			took[v] += d
+			cpu[v] += c1 - c0
+			cpuOK = cpuOK && ok0 && ok1
+		}
+	}
+	b.StopTimer()
+	recs := float64(b.N * burst)
+	for v, name := range names {
+		b.ReportMetric(float64(took[v].Nanoseconds())/recs, name+"-ns/record")
+		if v > 0 {
+			b.ReportMetric(float64(took[v])/float64(took[0]), name+"-time/kgo")
+		}
+		if cpuOK {
+			b.ReportMetric(float64(cpu[v].Nanoseconds())/recs, name+"-cpu-ns/record")
+			if v > 0 {
+				b.ReportMetric(float64(cpu[v])/float64(cpu[0]), name+"-cpu/kgo")
+			}
 		}
 	}
 }
