@@ -16,15 +16,21 @@ import (
 // its tag, which it keeps when sent again; a record begun while a Flush
 // sealed its epoch may count in either, as a call that overlaps Flush may.
 
-// sealedBit is added to an epoch's count when it is sealed: the count is
-// back at sealedBit exactly when every record of the epoch ended.
-const sealedBit = 1 << 62
-
 // epoch counts a producer's records begun while it was the current one.
+// Records are counted in by the goroutines that produce them and out by
+// franz-go's promise goroutine: the two counts sit on cache lines of their
+// own, so that neither side's add waits for the other's (one shared word
+// moved between the cores at every record).
 type epoch struct {
-	n    atomic.Int64  // records counted and not ended, plus sealedBit once sealed
-	done chan struct{} // closed once sealed with no record left
-	shut atomic.Bool   // done is closed
+	begun atomic.Int64 // records counted in (add)
+	_     [56]byte
+	ended atomic.Int64 // records counted out (end)
+	_     [56]byte
+	// sealed: the epoch is no longer current; done closes once ended
+	// reaches begun.
+	sealed atomic.Bool
+	done   chan struct{} // closed once sealed with no record left
+	shut   atomic.Bool   // done is closed
 	// prev is the epoch sealed before this one: Flush waits for it too.
 	// It is nil once every epoch before this one is known to be done.
 	prev atomic.Pointer[epoch]
@@ -37,24 +43,31 @@ func newEpoch(prev *epoch) *epoch {
 }
 
 // add counts n more records in ep.
-func (ep *epoch) add(n int) { ep.n.Add(int64(n)) }
+func (ep *epoch) add(n int) { ep.begun.Add(int64(n)) }
 
-// end counts one record off ep, once its callback returned.
+// end counts one record off ep, once its callback returned. Against seal
+// it is the other half of a pair of store-then-load sequences (seal stores
+// sealed and loads the counts; end adds to ended and loads sealed): with
+// Go's sequentially consistent atomics at least one of the two sees the
+// other, so the last record's end and a seal racing it never both miss
+// that the epoch is done.
 func (ep *epoch) end() {
-	if ep.n.Add(-1) == sealedBit {
+	if e := ep.ended.Add(1); ep.sealed.Load() && e == ep.begun.Load() {
 		ep.finish()
 	}
 }
 
-// seal marks ep as no longer current: done closes once its count is zero.
+// seal marks ep as no longer current: done closes once every record
+// counted in was counted out.
 func (ep *epoch) seal() {
-	if ep.n.Add(sealedBit) == sealedBit {
+	ep.sealed.Store(true)
+	if ep.ended.Load() == ep.begun.Load() {
 		ep.finish()
 	}
 }
 
 // finish closes done, once: a record counted after ep was sealed and done
-// may bring the count back to sealedBit again.
+// may bring the counts level again.
 func (ep *epoch) finish() {
 	if ep.shut.CompareAndSwap(false, true) {
 		close(ep.done)
