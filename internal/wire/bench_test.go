@@ -247,8 +247,8 @@ func loopbackBroker(tb testing.TB, resp []byte) (net.Conn, func()) {
 // size check and, when the body could be an INCONSISTENT_METADATA answer
 // and is all in view, a scan of it for the code's two bytes. 64 bytes is
 // BenchmarkPair's small body; 1024 is about the largest body scanned for a
-// small request (the bound is 8 × the request + 1 KiB); the 64 KiB body is
-// over the bound, so only compared.
+// small Metadata request (its answer's bound is 8 × the request + 1 KiB);
+// the 64 KiB body is over the bound, so only compared.
 func BenchmarkInconsistentCheck(b *testing.B) {
 	req := inflight{sent: 1000, key: metadataKey, version: 12, size: int32(len(reqFrame(metadataReq(12), 1)) - 4)}
 	for _, n := range []int{64, 1024, 64 << 10} {

@@ -208,28 +208,50 @@ func rewriteAPIVersionsError(body []byte) {
 }
 
 // maxInconsistentGrowth and maxInconsistentSlack bound an
-// INCONSISTENT_METADATA answer by its request: a broker that answers it
-// executed and served nothing, so the answer only lists what the request
-// named (topics, partitions, resources, coordinator keys), each with the
-// code and a few fixed fields, and no data. Per named thing the answer is
-// at most about five times the request's (FindCoordinator v4 with one-byte
-// keys; CreateTopics with one-byte names about three; Produce, Fetch and
-// Metadata entries at most about one and a half). A larger answer carries
-// data: it is not INCONSISTENT_METADATA and passes untouched, unscanned.
+// INCONSISTENT_METADATA answer to a Fetch, ShareFetch or Metadata request
+// by its request: a broker that answers it served nothing, so the answer
+// lists what the request named (partitions, topics), each with the code
+// and a few fixed fields, and no records or partition lists. Per named
+// thing the answer is at most about one and a half times the request's. A
+// larger answer to these carries data: it is not INCONSISTENT_METADATA and
+// passes untouched, unscanned. These are the answers that are both large
+// and frequent (every poll, every metadata refresh), whose holding would
+// cost; a Metadata answer has no error message to grow it, and a Fetch
+// answer's one is its top level's.
+//
+// Other answers are looked at whatever their size (up to maxHeldFrame):
+// most carry an error message per named thing (a resource, a topic to
+// create, a coordinator key), which a broker may fill as Kafka's own error
+// answers do, so an INCONSISTENT_METADATA answer to a request naming many
+// short names is many times the request's size (50 topics' configs with an
+// 80-byte message each: 4.4 KB against a 355-byte request). They are
+// admin, group and transaction answers, seldom large: scanning one costs
+// about 25 ns per KiB, and holding it (only when the code's two bytes
+// occur, or it is not all in the read buffer) one copy.
 const (
 	maxInconsistentGrowth = 8
 	maxInconsistentSlack  = 1024
 )
 
+// boundedAnswer reports whether an INCONSISTENT_METADATA answer to key is
+// bounded by its request (see maxInconsistentGrowth).
+func boundedAnswer(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.Fetch, kmsg.ShareFetch, kmsg.Metadata:
+		return true
+	}
+	return false
+}
+
 // mayBeInconsistent reports whether an answer whose header token does not
-// say the broker was behind must still be held to look for the code: it is
-// no larger than an INCONSISTENT_METADATA answer to req can be and, when
-// its body is already whole in view, the code's two bytes occur in it. The
-// steady state costs a length check and, for small answers, one scan of
-// bytes already in the cache; nothing is copied or decoded unless the
-// bytes occur.
+// say the broker was behind must still be held to look for the code: it
+// can be an INCONSISTENT_METADATA answer to req (see maxInconsistentGrowth)
+// and, when its body is already whole in view, the code's two bytes occur
+// in it. The steady state costs a length check and, for small answers, one
+// scan of bytes already in the cache; nothing is copied or decoded unless
+// the bytes occur.
 func (r *responseReader) mayBeInconsistent(req *inflight, view []byte) bool {
-	if int64(r.rbody) > maxInconsistentGrowth*int64(req.size)+maxInconsistentSlack {
+	if boundedAnswer(req.key) && int64(r.rbody) > maxInconsistentGrowth*int64(req.size)+maxInconsistentSlack {
 		return false
 	}
 	if len(view) >= r.rbody {

@@ -165,3 +165,72 @@ func FuzzHasCode(f *testing.F) {
 		}
 	})
 }
+
+// TestInconsistentWithMessagesIsHeld: an INCONSISTENT_METADATA answer that
+// carries an error message per resource, as Kafka's error answers do, is
+// many times its request's size when the request names many short names;
+// whatever its header token (the request's, or none), it is taken for what
+// it is and retried, not handed to kgo (which would report the unknown
+// code as UNKNOWN_SERVER_ERROR). A successful answer of the same size with
+// no code passes intact.
+func TestInconsistentWithMessagesIsHeld(t *testing.T) {
+	msg := "The broker's cluster metadata is behind the client's consistency token; retry."
+	build := func(n int, code int16) (*kmsg.DescribeConfigsRequest, []byte) {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.Version = 4
+		resp := kmsg.NewPtrDescribeConfigsResponse()
+		resp.Version = 4
+		for k := range n {
+			r := kmsg.NewDescribeConfigsRequestResource()
+			r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, fmt.Sprintf("t%d", k)
+			req.Resources = append(req.Resources, r)
+			rr := kmsg.NewDescribeConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.ResourceType, r.ResourceName, code
+			if code != 0 {
+				rr.ErrorMessage = &msg
+			} else {
+				c := kmsg.NewDescribeConfigsResponseResourceConfig()
+				c.Name, c.Value = "retention.ms", kmsg.StringPtr("604800000")
+				rr.Configs = append(rr.Configs, c, c)
+			}
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return req, resp.AppendTo(nil)
+	}
+	for _, n := range []int{1, 50, 400} {
+		for _, tags := range [][]byte{stateTags("abc", 100), {0}} {
+			t.Run(fmt.Sprintf("%d resources, header token %v", n, len(tags) > 1), func(t *testing.T) {
+				req, body := build(n, 1243)
+				size := len(reqFrame(req, 0)) - 4
+				if n > 1 && len(body) <= maxInconsistentGrowth*size+maxInconsistentSlack {
+					t.Fatalf("the answer (%d bytes) fits the bound of a Fetch's (%d): the test shows nothing", len(body), maxInconsistentGrowth*size+maxInconsistentSlack)
+				}
+				c, m, i := newTestConn(t, knownStore(t, "abc", 100), nil)
+				sendRequests(t, c, req)
+				m.in = respFrame(0, tags, body)
+				_, err := readAll(c, 4096)
+				var ie *InconsistentMetadataError
+				if !errors.As(err, &ie) || !errors.Is(err, consistency.ErrInconsistentMetadata) {
+					t.Fatalf("got %v, want an *InconsistentMetadataError", err)
+				}
+				if i.Stats().InconsistentMetadata != 1 {
+					t.Fatalf("counted %d", i.Stats().InconsistentMetadata)
+				}
+
+				// The same size of answer with data and no code.
+				req, body = build(n, 0)
+				c, m, i = newTestConn(t, knownStore(t, "abc", 100), nil)
+				sendRequests(t, c, req)
+				frame := respFrame(0, tags, body)
+				m.in, m.chunk = frame, 5
+				got, err := readAll(c, 4096)
+				if !errors.Is(err, io.EOF) || !bytes.Equal(got, frame) {
+					t.Fatalf("a successful answer: got %d of %d bytes, %v", len(got), len(frame), err)
+				}
+				if i.Stats().InconsistentMetadata != 0 {
+					t.Fatal("a successful answer was counted")
+				}
+			})
+		}
+	}
+}

@@ -333,3 +333,61 @@ func TestKfakeInconsistentMetadataForever(t *testing.T) {
 		}
 	})
 }
+
+// TestKfakeInconsistentWithMessagesRetried, end to end: a broker answers
+// DescribeConfigs for 50 topics once with INCONSISTENT_METADATA and an
+// error message per topic, its header token the request's (it caught up
+// by the time it answered, which the KIP allows). kadm gets every topic's
+// configs: the answer was retried, not reported as UNKNOWN_SERVER_ERROR.
+func TestKfakeInconsistentWithMessagesRetried(t *testing.T) {
+	var topics []string
+	for k := range 50 {
+		topics = append(topics, fmt.Sprintf("t%d", k))
+	}
+	sc := newSpyCluster(t, 1, kfake.SeedTopics(1, topics...))
+	var answered atomic.Int64
+	msg := "The broker's cluster metadata is behind the client's consistency token; retry."
+	sc.setHooks(spyHooks{answer: func(key, version int16, body []byte, sent int64) ([]byte, int64, bool) {
+		if kmsg.Key(key) != kmsg.DescribeConfigs || sent <= 0 || answered.Load() >= 1 {
+			return nil, 0, false
+		}
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.SetVersion(version)
+		if err := req.ReadFrom(body); err != nil {
+			return nil, 0, false
+		}
+		resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, r := range req.Resources {
+			rr := kmsg.NewDescribeConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = r.ResourceType, r.ResourceName, DefaultInconsistentMetadataCode, &msg
+			resp.Resources = append(resp.Resources, rr)
+		}
+		resp.SetVersion(version)
+		answered.Add(1)
+		return resp.AppendTo(nil), sent, true
+	}})
+	store := consistency.NewMemoryStore()
+	if _, err := store.Advance(consistency.MustOf("kfake", 10)); err != nil {
+		t.Fatal(err)
+	}
+	i := newInterceptor(t, Config{Store: store, Dial: sc.dial})
+	cl := newClient(t, sc.seeds(), i)
+	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(testkit.Ctx(t), topics...)
+	if err != nil {
+		t.Fatalf("describe: %v", err)
+	}
+	if answered.Load() != 1 {
+		t.Fatalf("the broker answered INCONSISTENT_METADATA %d times, want 1: the test shows nothing", answered.Load())
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			t.Fatalf("%s: %v", rc.Name, rc.Err)
+		}
+	}
+	if len(rcs) != len(topics) {
+		t.Fatalf("%d topics described, want %d", len(rcs), len(topics))
+	}
+	if n := i.Stats().InconsistentMetadata; n != 1 {
+		t.Fatalf("INCONSISTENT_METADATA answers counted: %d, want 1", n)
+	}
+}
