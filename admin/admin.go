@@ -15,6 +15,10 @@
 // request itself until the broker has caught up (see the factory package).
 // Either way the client retries within franz-go's request retry budget; past
 // it, errors satisfy errors.Is(err, consistency.ErrInconsistentMetadata).
+// That includes the calls franz-go itself fails at once, those whose group
+// or transaction coordinator it could not look up: the admin client runs
+// them again (see retry.go); a call that partly succeeded is returned as it
+// is.
 //
 // One behaviour differs from kadm on purpose: no method answers from
 // franz-go's metadata cache, which cannot know about tokens. kadm reads
@@ -55,6 +59,9 @@ import (
 type Client struct {
 	adm *kadm.Client
 	cl  *kgo.Client
+	// budget is cl's retry budget, for the calls franz-go gives up at
+	// once (see retry.go).
+	budget retryBudget
 	// closeOnce closes cl, in the background, then closes closed:
 	// franz-go's Close is not safe to run twice at once.
 	closeOnce sync.Once
@@ -74,7 +81,7 @@ func New(l link.Admin) (*Client, error) {
 	if l.Client == nil {
 		return nil, errors.New("admin: New is for factory.Factory.Admin: no client")
 	}
-	return &Client{adm: kadm.NewClient(l.Client), cl: l.Client, closed: make(chan struct{})}, nil
+	return &Client{adm: kadm.NewClient(l.Client), cl: l.Client, budget: budgetOf(l.Client), closed: make(chan struct{})}, nil
 }
 
 // Kgo returns the underlying franz-go client.

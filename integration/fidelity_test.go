@@ -2,12 +2,14 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kconsist/kconsist/consistency"
@@ -204,6 +206,50 @@ func TestReadYourWritesEveryVariant(t *testing.T) {
 				require.Positive(t, st.Inconsistent, "INCONSISTENT_METADATA was answered")
 			}
 			t.Logf("%s: %+v", v.name, st)
+		})
+	}
+}
+
+// TestCoordinatorCallsAfterWrite: right after a CreateTopics, the brokers
+// behind it answer INCONSISTENT_METADATA (at once, or after a hold of
+// 50 ms) to the FindCoordinator franz-go sends to look up a group's
+// coordinator, a lookup it makes once per call and never retries. The
+// admin calls that need a coordinator still succeed: the admin client
+// runs them again (admin/retry.go). Before that, FetchOffsets failed with
+// the broker's INCONSISTENT_METADATA within a millisecond.
+func TestCoordinatorCallsAfterWrite(t *testing.T) {
+	for _, mode := range []string{"error", "wait"} {
+		t.Run(mode, func(t *testing.T) {
+			lc := newCluster(t, localcluster.ErrorMode(mode == "error"), localcluster.WaitMax(50*time.Millisecond))
+			ctx := testkit.CtxFor(t, 30*time.Second)
+			f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
+			require.NoError(t, err)
+			t.Cleanup(func() { f.Close(context.Background()) })
+			adm, err := f.Admin()
+			require.NoError(t, err)
+			t.Cleanup(func() { adm.Close(context.Background()) })
+			// kfake answers a group it does not know GROUP_ID_NOT_FOUND:
+			// the call reached the group's coordinator.
+			reached := func(err error) error {
+				if errors.Is(err, kerr.GroupIDNotFound) {
+					return nil
+				}
+				return err
+			}
+			for k, call := range []func() error{
+				func() error { _, err := adm.FetchOffsets(ctx, "some-group"); return reached(err) },
+				func() error { _, err := adm.DescribeGroups(ctx, "some-group"); return reached(err) },
+				func() error { return reached(adm.FetchManyOffsets(ctx, "some-group").Error()) },
+			} {
+				created, err := adm.CreateTopic(ctx, 1, 1, nil, fmt.Sprintf("orders-%d", k))
+				require.NoError(t, err)
+				require.NoError(t, created.Err)
+				before := lc.Stats()
+				require.NoError(t, call(), "call %d after the create", k)
+				after := lc.Stats()
+				require.Positive(t, after.Inconsistent+after.ClosedBehind-before.Inconsistent-before.ClosedBehind,
+					"call %d: no broker answered it as behind the token: the test shows nothing", k)
+			}
 		})
 	}
 }
