@@ -37,7 +37,7 @@ import (
 type retryBudget struct {
 	backoff func(int) time.Duration
 	timeout time.Duration // 0: none
-	tries   int
+	tries   int // retries after the first try, as franz-go's RequestRetries
 }
 
 // budgetOf reads cl's retry options, falling back to franz-go's defaults
@@ -50,7 +50,10 @@ func budgetOf(cl *kgo.Client) retryBudget {
 	if f, ok := cl.OptValue(kgo.RetryTimeoutFn).(func(int16) time.Duration); ok && f != nil {
 		b.timeout = f(0)
 	}
-	if n, ok := cl.OptValue(kgo.RequestRetries).(int); ok {
+	switch n := cl.OptValue(kgo.RequestRetries).(type) { // franz-go keeps an int64
+	case int64:
+		b.tries = int(n)
+	case int:
 		b.tries = n
 	}
 	return b

@@ -99,6 +99,16 @@ func TestRetryBudget(t *testing.T) {
 		require.Same(t, other, err)
 		require.Equal(t, 1, tries)
 
+		// RequestRetries bounds the tries too: the first and n more.
+		cl3, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.RequestRetries(3),
+			kgo.RetryBackoffFn(func(int) time.Duration { return time.Millisecond }))
+		require.NoError(t, err)
+		defer cl3.Close()
+		tries = 0
+		err = retryErr(ctx, &Client{cl: cl3, budget: budgetOf(cl3)}, func() error { tries++; return errBehind })
+		require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+		require.Equal(t, 4, tries, "as franz-go: a try may be retried while tries <= RequestRetries")
+
 		cctx, cancel := context.WithCancel(ctx)
 		tries = 0
 		got := retryEach(cctx, c, func() kadm.FindCoordinatorResponses {
