@@ -37,7 +37,7 @@ import (
 type retryBudget struct {
 	backoff func(int) time.Duration
 	timeout time.Duration // 0: none
-	tries   int // retries after the first try, as franz-go's RequestRetries
+	tries   int           // retries after the first try, as franz-go's RequestRetries
 }
 
 // budgetOf reads cl's retry options, falling back to franz-go's defaults
