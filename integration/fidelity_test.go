@@ -253,3 +253,37 @@ func TestCoordinatorCallsAfterWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteAnsweredBelowItsOffset: brokers that answer a metadata write at
+// commit with their own applied offset, below the write (the KIP's text,
+// "their latest cluster metadata offset", allows it), give a token that
+// does not cover the write. The factory learns the write's offset from the
+// quorum instead, as on Kafka 4.4, so every read after the create, on any
+// broker, shows the topic. Before, 6 of 6 reads missed it.
+func TestWriteAnsweredBelowItsOffset(t *testing.T) {
+	lc, err := localcluster.New(localcluster.Brokers(3), localcluster.Lag(lag),
+		localcluster.WriteAnswers(localcluster.WritesAtCommitOwnOffset))
+	require.NoError(t, err)
+	t.Cleanup(lc.Close)
+	ctx := testkit.CtxFor(t, 60*time.Second)
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close(context.Background()) })
+	adm, err := f.Admin()
+	require.NoError(t, err)
+	t.Cleanup(func() { adm.Close(context.Background()) })
+	_, err = adm.ListTopics(ctx) // a token of the cluster's before the writes
+	require.NoError(t, err)
+	for k := range 3 {
+		name := fmt.Sprintf("orders-%d", k)
+		created, err := adm.CreateTopic(ctx, 3, 1, nil, name)
+		require.NoError(t, err)
+		require.NoError(t, created.Err)
+		for r := range 6 {
+			topics, err := adm.ListTopics(ctx, name)
+			require.NoError(t, err)
+			require.True(t, topics.Has(name) && topics[name].Err == nil, "read %d after creating %s missed it: %+v", r, name, topics[name])
+		}
+	}
+	require.Positive(t, lc.Stats().WritesAnsweredBelow, "no write was answered below its offset: the test shows nothing")
+}

@@ -69,6 +69,12 @@ func handleMutation(rec recorder, complete completer) handler {
 			if token < 0 {
 				return -1
 			}
+			if c.readsTokens() && c.cfg.writesOwnBelow {
+				if cn.b.appliedOffset() < token {
+					c.stats.writesBelow.Add(1)
+				}
+				return -1 // the broker's own applied offset, maybe below the write
+			}
 			if !c.readsTokens() || c.cfg.writesAtCommit {
 				// Kafka 4.4 answers once the controller committed
 				// (its header carries no token); WritesAtCommit too,

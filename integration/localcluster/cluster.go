@@ -390,7 +390,11 @@ type Stats struct {
 	ClosedBehind int64
 	// WriteTimeouts counts metadata writes answered REQUEST_TIMED_OUT
 	// because the answering broker had not applied them in time.
-	WriteTimeouts       int64
+	WriteTimeouts int64
+	// WritesAnsweredBelow counts metadata writes the answering broker had
+	// not applied when it answered, with its own offset
+	// (WriteAnswers(WritesAtCommitOwnOffset)).
+	WritesAnsweredBelow int64
 	ClusterIDMismatches int64 // connections closed for a foreign header cluster id
 	StaleAnswers        int64 // answers changed because the broker's image lags kfake
 	Commits             int64 // metadata batches committed
@@ -403,7 +407,7 @@ type Stats struct {
 
 type stats struct {
 	connections, requests, waits, inconsistent, mismatches, stale, commits, malformed, rebootstrap atomic.Int64
-	behindClosed, writeTimeouts                                                                    atomic.Int64
+	behindClosed, writeTimeouts, writesBelow                                                       atomic.Int64
 }
 
 // Stats returns the counters of the cluster.
@@ -416,6 +420,7 @@ func (c *Cluster) Stats() Stats {
 		Inconsistent:        s.inconsistent.Load(),
 		ClosedBehind:        s.behindClosed.Load(),
 		WriteTimeouts:       s.writeTimeouts.Load(),
+		WritesAnsweredBelow: s.writesBelow.Load(),
 		ClusterIDMismatches: s.mismatches.Load(),
 		StaleAnswers:        s.stale.Load(),
 		Commits:             s.commits.Load(),

@@ -20,7 +20,10 @@
 //     not within [WaitMax] and the request's own timeout, each resource is
 //     answered REQUEST_TIMED_OUT. [WriteAnswers](WritesAtCommit) answers at
 //     commit with the commit offset instead (a broker whose tokens go
-//     back down), as Native(false) does with no token. A created topic is
+//     back down), as Native(false) does with no token;
+//     [WriteAnswers](WritesAtCommitOwnOffset) at commit with the answering
+//     broker's own offset, which may be below the write (what the KIP's
+//     text allows, and a token that does not cover the write). A created topic is
 //     answered, as by Kafka,
 //     with all its configs and their sources (kfake: only those set, with
 //     no source, or null).

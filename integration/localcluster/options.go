@@ -22,6 +22,7 @@ type config struct {
 	behind           Behind            // how a broker that cannot wait says it is behind
 	inconsistentTok  InconsistentToken // the header token of an INCONSISTENT_METADATA answer
 	writesAtCommit   bool              // WriteAnswers(WritesAtCommit)
+	writesOwnBelow   bool              // WriteAnswers(WritesAtCommitOwnOffset)
 	tokensOff        bool              // Native(false); the zero config is native
 	noFeaturesEpoch  bool              // FeaturesEpoch(false)
 	quorumRefused    bool              // DescribeQuorumAllowed(false)
@@ -236,6 +237,15 @@ const (
 	// writes as fast as on Kafka 4.4, where a lagging broker is felt by
 	// reads only.
 	WritesAtCommit
+	// WritesAtCommitOwnOffset answers as soon as the write is committed,
+	// with the answering broker's own applied offset, which may be below
+	// the write: the literal text of KIP-1243 ("After handling a request,
+	// Kafka servers will include their latest cluster metadata offset")
+	// allows it, and such a token does not cover the write. A client that
+	// reads its own writes must learn the write's offset otherwise (the
+	// SDK asks the quorum, as for Kafka 4.4). Stats().WritesAnsweredBelow
+	// counts the writes the answering broker had not applied then.
+	WritesAtCommitOwnOffset
 )
 
 // WriteAnswers sets when metadata writes are answered (default
@@ -243,11 +253,12 @@ const (
 // the setting, with no token, as Kafka 4.4 does.
 func WriteAnswers(w WriteAnswer) Opt {
 	return func(c *config) {
-		if w != WritesAfterOwnApply && w != WritesAtCommit {
-			c.errs = append(c.errs, fmt.Errorf("WriteAnswers(%d): want WritesAfterOwnApply or WritesAtCommit", w))
+		if w != WritesAfterOwnApply && w != WritesAtCommit && w != WritesAtCommitOwnOffset {
+			c.errs = append(c.errs, fmt.Errorf("WriteAnswers(%d): want WritesAfterOwnApply, WritesAtCommit or WritesAtCommitOwnOffset", w))
 			return
 		}
 		c.writesAtCommit = w == WritesAtCommit
+		c.writesOwnBelow = w == WritesAtCommitOwnOffset
 	}
 }
 

@@ -59,12 +59,14 @@
 //     any goroutine.
 //   - An [Emulator] (one per factory, shared by its Interceptors) owns what
 //     is known of each broker (brokerView), the questions to the cluster and
-//     the goroutines that ask them (ask.go). A conn reaches it in five
+//     the goroutines that ask them (ask.go). A conn reaches it in six
 //     places: view when it is built, bind after a relocation, beforeWrite
-//     on the writer, before a request is stamped, and holds and afterRead
-//     on the reader (holds, at the header, says which answers to keep for
-//     it; afterRead sees an answer once it is read). None of them asks
-//     the cluster itself, and none waits past its request's bound.
+//     on the writer, before a request is stamped, and holds, afterRead
+//     and coverWrite on the reader (holds, at the header, says which
+//     answers to keep for it; afterRead sees an answer once it is read;
+//     coverWrite learns the offset of a write a KIP-1243 broker answered
+//     with a token that cannot cover it, uncoveredWrite). None of them
+//     asks the cluster itself, and none waits past its request's bound.
 //     Its policy (which API keys, which bounds) is emulate_policy.go.
 //   - A [Healer] (one per factory) owns the check of a store against the
 //     committed offset, on a goroutine of its own (heal.go). The Emulator,

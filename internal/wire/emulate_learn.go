@@ -60,6 +60,24 @@ func (e *Emulator) learnCommitted(ctx context.Context) bool {
 	}
 }
 
+// coverWrite learns the offset of a metadata write a KIP-1243 broker
+// answered with a token that does not cover it (see uncoveredWrite), as
+// afterRead does for an emulated broker's write, for at most LearnMaxWait
+// and never past deadline: the answer goes to its caller once the store
+// has the write. Without DESCRIBE on CLUSTER (limited) it cannot, and the
+// answer goes on as it came.
+func (e *Emulator) coverWrite(deadline time.Time) {
+	if e.off.Load() || e.limited.Load() {
+		return
+	}
+	end := time.Now().Add(e.cfg.LearnMaxWait)
+	if !deadline.IsZero() {
+		end = minTime(end, deadline)
+	}
+	e.lastVerify.Store(time.Now().UnixNano())
+	e.learnWrite(end)
+}
+
 // learnWrite holds the answer to a metadata write until a committed
 // offset read after it is in the store, asking again while the questions
 // fail (a crashed broker, a quorum electing a new leader), until end
