@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kconsist/kconsist/admin"
 	"github.com/kconsist/kconsist/consistency"
 	"github.com/kconsist/kconsist/consumer"
 	"github.com/kconsist/kconsist/factory"
@@ -210,6 +211,19 @@ func TestReadYourWritesEveryVariant(t *testing.T) {
 	}
 }
 
+// factoryAdmin returns the admin client of a new factory of lc, both
+// closed when the test ends.
+func factoryAdmin(t *testing.T, lc *localcluster.Cluster) *admin.Client {
+	t.Helper()
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close(context.Background()) })
+	adm, err := f.Admin()
+	require.NoError(t, err)
+	t.Cleanup(func() { adm.Close(context.Background()) })
+	return adm
+}
+
 // TestCoordinatorCallsAfterWrite: right after a CreateTopics, the brokers
 // behind it answer INCONSISTENT_METADATA (at once, or after a hold of
 // 50 ms) to the FindCoordinator franz-go sends to look up a group's
@@ -222,12 +236,7 @@ func TestCoordinatorCallsAfterWrite(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			lc := newCluster(t, localcluster.ErrorMode(mode == "error"), localcluster.WaitMax(50*time.Millisecond))
 			ctx := testkit.CtxFor(t, 30*time.Second)
-			f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
-			require.NoError(t, err)
-			t.Cleanup(func() { f.Close(context.Background()) })
-			adm, err := f.Admin()
-			require.NoError(t, err)
-			t.Cleanup(func() { adm.Close(context.Background()) })
+			adm := factoryAdmin(t, lc)
 			// kfake answers a group it does not know GROUP_ID_NOT_FOUND:
 			// the call reached the group's coordinator.
 			reached := func(err error) error {
@@ -266,12 +275,7 @@ func TestWriteAnsweredBelowItsOffset(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(lc.Close)
 	ctx := testkit.CtxFor(t, 60*time.Second)
-	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
-	require.NoError(t, err)
-	t.Cleanup(func() { f.Close(context.Background()) })
-	adm, err := f.Admin()
-	require.NoError(t, err)
-	t.Cleanup(func() { adm.Close(context.Background()) })
+	adm := factoryAdmin(t, lc)
 	_, err = adm.ListTopics(ctx) // a token of the cluster's before the writes
 	require.NoError(t, err)
 	for k := range 3 {
