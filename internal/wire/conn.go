@@ -186,10 +186,6 @@ type responseReader struct {
 	// holdScan: the frame is held only to look for INCONSISTENT_METADATA
 	// (see mayBeInconsistent); without the code's bytes it goes on as is.
 	holdScan bool
-	// holdUncovered: the frame answers a metadata write with a token that
-	// cannot cover it (see uncoveredWrite); once it shows no
-	// INCONSISTENT_METADATA the Emulator learns the write's offset.
-	holdUncovered bool
 	// lastAt is the token the last response header on this connection
 	// carried, 0 before any (a KIP-1243 broker's applied offset): a
 	// broker that closes the connection under a request carrying a token

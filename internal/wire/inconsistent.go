@@ -126,7 +126,7 @@ func (r *responseReader) inspect(req inflight, brokerAt int64, body []byte) ([]b
 	}
 	v := reflect.ValueOf(resp)
 	if !rewriteCodes(v, r.i.code, 0) {
-		if r.holdUncovered {
+		if r.uncoveredWrite(&req, r.holdTok, brokerAt) {
 			// Answered, with a token that does not cover the write.
 			r.i.emu.coverWrite(nanosTime(r.rdl.Load()))
 		}

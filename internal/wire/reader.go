@@ -170,7 +170,6 @@ func (r *responseReader) scan(b []byte) (int, error) {
 		}
 		if hold, scanOnly := r.shouldHold(req, &r.rh, b[pos:]); hold {
 			r.holding, r.holdFor, r.holdAt, r.holdScan = true, *req, r.rh.state.Token, scanOnly
-			r.holdUncovered = !scanOnly && r.uncoveredWrite(req, &r.rh)
 			r.holdTok = r.rh.hasState && len(r.rh.state.ClusterID) > 0
 			r.hold = r.hold[:0]
 			return pos, nil
@@ -304,7 +303,7 @@ func (r *responseReader) shouldHold(req *inflight, h *respHeader, view []byte) (
 	if req.key == metadataKey && (r.pinned() != "" || r.learning()) {
 		return r.rbody > 0 && r.rbody <= maxHeldFrame, false
 	}
-	if r.uncoveredWrite(req, h) {
+	if r.uncoveredWrite(req, h.hasState && len(h.state.ClusterID) > 0, h.state.Token) {
 		return r.rbody > 0 && r.rbody <= maxHeldFrame, false
 	}
 	if req.sent < 0 || r.rbody <= 0 || r.rbody > maxHeldFrame || !knownResponse(req.key) {
@@ -316,8 +315,9 @@ func (r *responseReader) shouldHold(req *inflight, h *respHeader, view []byte) (
 	return r.mayBeInconsistent(req, view), true
 }
 
-// uncoveredWrite reports whether h answers a metadata write with a token
-// that cannot cover the write, and an Emulator can learn the write's
+// uncoveredWrite reports whether an answer to req whose header carried
+// token (hasToken) answers a metadata write with a token that cannot cover
+// the write, and an Emulator can learn the write's
 // offset instead: a token at or below the one the request carried (the
 // write's offset is above every offset committed before it, the request's
 // token included). KIP-1243's text has a broker answer with "their latest
@@ -325,9 +325,9 @@ func (r *responseReader) shouldHold(req *inflight, h *respHeader, view []byte) (
 // may be its own, below the write; read-your-writes then needs the offset
 // from the quorum, as on Kafka 4.4. A broker that covers its writes (the
 // KIP-1243 agent, the local cluster by default) never costs the question.
-func (r *responseReader) uncoveredWrite(req *inflight, h *respHeader) bool {
+func (r *responseReader) uncoveredWrite(req *inflight, hasToken bool, token int64) bool {
 	return r.i.emu != nil && writesMetadata(req.key) && req.sent >= 0 &&
-		h.hasState && len(h.state.ClusterID) > 0 && h.state.Token >= 0 && h.state.Token <= req.sent
+		hasToken && token >= 0 && token <= req.sent
 }
 
 // fillHold reads the rest of the held frame and decides its fate.
