@@ -8,14 +8,14 @@
 // address reused by another cluster's broker would be. Both clusters have a
 // topic "payments". The clients bootstrap from A.
 //
-// The run goes through the same four steps twice: produce to A; switch the
-// address to cluster B; produce and read again; switch it back. First with
+// The run goes through four steps: produce to A; switch the address to
+// cluster B; produce and read again; switch it back. First with
 // metadata.cluster.check.enable=true (the default): B refuses the misrouted
 // connection with REBOOTSTRAP_REQUIRED, the client rebootstraps (shown by the
 // factory's events), nothing is read from or written to B, and the records
-// reach A once the address is right. Then with factory.ClusterCheck(false):
-// nobody notices, a read is served by B, and only produce's topic ids keep
-// the records out of B.
+// reach A once the address is right. Then the first three steps again with
+// factory.ClusterCheck(false): nobody notices, a read is served by B, and
+// only produce's topic ids keep the records out of B.
 //
 // It exits non-zero if either run does not behave as described.
 package main

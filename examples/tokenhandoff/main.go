@@ -174,8 +174,8 @@ func call(ctx context.Context, method, url, token string) (string, int, error) {
 }
 
 // serviceB is a service with its own factory. It describes topics and
-// consumes them on request, after merging the caller's token, if any, into
-// its store.
+// consumes them on request, after checking the caller's token, if any, and
+// confining it to that request (WithToken): its store is not raised.
 type serviceB struct {
 	f *factory.Factory
 

@@ -12,8 +12,10 @@
 //	the bootstrap servers moved    responseReader, cluster.Watcher  Moved
 //	a token taken from outside     factory.Accept                   Hand
 //
-// Each change is a compare-and-swap from the value its caller judged, so a
-// decision made on an earlier Load never undoes what another writer stored
+// An advance (Answered, Committed, Hand) is the store's monotonic merge,
+// which never lowers it; every other change (Heal, ReplaceForeign, Moved)
+// is a compare-and-swap from the value its caller judged. So a decision
+// made on an earlier Load never undoes what another writer stored
 // meanwhile (a heal judged on 100 does not lower a store another
 // connection raised to 105). The owner also remembers what its cluster's
 // own brokers told it: the cluster it learnt from their answers, and the

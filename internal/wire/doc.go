@@ -74,8 +74,9 @@
 //     it; none waits for it.
 //   - None of them writes the store: every change (an answer's token, an
 //     emulated commit, a heal, a foreign token replaced, a move) is a call
-//     to the factory's tokens.Owner, a compare-and-swap from the value the
-//     caller judged, which reports it in store order.
+//     to the factory's tokens.Owner (an advance merges and never lowers;
+//     a heal, replacement or move is a compare-and-swap from the value
+//     the caller judged), which reports it in store order.
 //
 // # Locks
 //
