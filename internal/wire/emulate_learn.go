@@ -83,8 +83,9 @@ func (e *Emulator) coverWrite(deadline time.Time) {
 // fail (a crashed broker, a quorum electing a new leader), until end
 // (LearnMaxWait, or kgo's read deadline for the answer if sooner: kgo
 // waits for an answer it wrote the request of even after its caller's
-// context ended, up to the request's own timeout plus its overhead, 70 s
-// for a CreateTopics by default). If end comes first, the answer goes on
+// context ended, up to the request's own timeout plus its overhead of
+// 10 s: 25 s for kadm's CreateTopics by default, 70 s for a raw
+// kmsg.CreateTopicsRequest). If end comes first, the answer goes on
 // and the write's offset is owed (see owe).
 func (e *Emulator) learnWrite(end time.Time) {
 	for {
