@@ -17,7 +17,8 @@
 // it, errors satisfy errors.Is(err, consistency.ErrInconsistentMetadata).
 // That includes the calls franz-go itself fails at once, those whose group
 // or transaction coordinator it could not look up: the admin client runs
-// them again (see retry.go); a call that partly succeeded is returned as it
+// them again, within what is left of franz-go's RetryTimeout from the
+// first try (see retry.go); a call that partly succeeded is returned as it
 // is.
 //
 // One behaviour differs from kadm on purpose: no method answers from

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kconsist/kconsist/consistency"
 )
@@ -23,15 +24,30 @@ import (
 // DescribeGroups, CommitOffsets and every other call that needs a
 // coordinator, which the factory's token is there to prevent. So every
 // method runs its kadm call again, after franz-go's backoff, while the
-// call failed because a broker was behind the token and nothing of it was
-// done, within franz-go's retry budget (RequestRetries tries and
-// RetryTimeout, 30s by default, from the first try) and the caller's
-// context. A call that failed after franz-go's own retries spent that
-// budget is not run again; one that partly succeeded (a DeleteGroups whose
-// groups have several coordinators, one of them behind) is returned as it
-// is, its failed parts satisfying errors.Is(err,
-// consistency.ErrInconsistentMetadata), since running it again would run
-// the done parts twice.
+// call failed because a broker was behind the token on a request franz-go
+// does not retry (the coordinator lookup, or the handshake of the
+// connection opened for it) and nothing of it was done, within franz-go's
+// retry budget for a FindCoordinator (RequestRetries tries, and
+// RetryTimeout, 30s by default, counted from the first try: a run again
+// gets what is left of it as its context's deadline) and the caller's
+// context. A call that failed on a request franz-go retries has had its
+// budget spent by franz-go and is not run again; one that partly
+// succeeded (a DeleteGroups whose groups have several coordinators, one
+// of them behind) is returned as it is, its failed parts satisfying
+// errors.Is(err, consistency.ErrInconsistentMetadata), since running it
+// again would run the done parts twice.
+//
+// What a run cannot tell: a connection's handshake (its first request, an
+// ApiVersions carrying the token) answered INCONSISTENT_METADATA fails
+// whichever request opened the connection. The wire layer ends a
+// connection at such an answer, so each of franz-go's tries after the
+// first opens a new one, and while the broker stays behind it is the
+// handshake that fails: a CreateTopics that franz-go retried then fails
+// with the handshake's error, as a coordinator lookup would. Such a call is run
+// again too: its runs together stay within RetryTimeout from the first
+// try and RequestRetries runs, though franz-go counts its own tries anew
+// in each run (with RetryTimeout(0), up to RequestRetries+1 times
+// franz-go's tries).
 
 // retryBudget is franz-go's retry budget of a client.
 type retryBudget struct {
@@ -48,7 +64,9 @@ func budgetOf(cl *kgo.Client) retryBudget {
 		b.backoff = f
 	}
 	if f, ok := cl.OptValue(kgo.RetryTimeoutFn).(func(int16) time.Duration); ok && f != nil {
-		b.timeout = f(0)
+		// franz-go asks it with the key of the request it retries: the
+		// calls run again here failed on a coordinator lookup.
+		b.timeout = f(int16(kmsg.FindCoordinator))
 	}
 	switch n := cl.OptValue(kgo.RequestRetries).(type) { // franz-go keeps an int64
 	case int64:
@@ -59,46 +77,99 @@ func budgetOf(cl *kgo.Client) retryBudget {
 	return b
 }
 
-// retry runs call and returns what it returns, running it again as the
-// comment above says.
-func retry[R any](ctx context.Context, c *Client, call func() (R, error)) (R, error) {
+// retry runs call with ctx and returns what it returns, running it again
+// as the comment above says, each time with a context that ends with the
+// budget's time. A run again that the budget's time ended, not ctx, gives
+// way to the failure before it: the caller learns that a broker stayed
+// behind, not that a deadline of its own passed.
+func retry[R any](ctx context.Context, c *Client, call func(context.Context) (R, error)) (R, error) {
 	start := time.Now()
-	for try := 1; ; try++ {
-		r, err := call()
-		if !c.again(ctx, behind(err), start, try) {
+	r, err := call(ctx)
+	for try := 1; c.again(ctx, behind(err), start, try); try++ {
+		rctx, cancel := c.budget.within(ctx, start)
+		r2, err2 := call(rctx)
+		spent := rctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err2 != nil && spent {
 			return r, err
 		}
+		r, err = r2, err2
 	}
+	return r, err
 }
 
 // retryErr is retry for a call that returns only an error.
-func retryErr(ctx context.Context, c *Client, call func() error) error {
-	_, err := retry(ctx, c, func() (struct{}, error) { return struct{}{}, call() })
+func retryErr(ctx context.Context, c *Client, call func(context.Context) error) error {
+	_, err := retry(ctx, c, func(ctx context.Context) (struct{}, error) { return struct{}{}, call(ctx) })
 	return err
 }
 
 // retryEach is retry for a call whose errors are in its result, one per
-// group or key (see eachBehind).
-func retryEach[R any](ctx context.Context, c *Client, call func() R) R {
+// group or key (see eachBehind); a run again that the budget's time ended
+// with nothing done gives way to the result before it, as in retry.
+func retryEach[R any](ctx context.Context, c *Client, call func(context.Context) R) R {
 	start := time.Now()
-	for try := 1; ; try++ {
-		r := call()
-		if !c.again(ctx, eachBehind(r), start, try) {
+	r := call(ctx)
+	for try := 1; c.again(ctx, eachBehind(r), start, try); try++ {
+		rctx, cancel := c.budget.within(ctx, start)
+		r2 := call(rctx)
+		spent := rctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if spent && eachFailed(r2) {
 			return r
 		}
+		r = r2
 	}
+	return r
 }
 
-// behind reports whether err says a broker was behind the token and
-// nothing of the call was done.
+// within returns ctx ending at the budget's time, counted from start.
+func (b retryBudget) within(ctx context.Context, start time.Time) (context.Context, context.CancelFunc) {
+	if b.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, start.Add(b.timeout))
+}
+
+// behind reports whether err says a broker was behind the token on a
+// request franz-go does not retry, and nothing of the call was done.
 func behind(err error) bool {
-	if err == nil || !errors.Is(err, consistency.ErrInconsistentMetadata) {
+	if err == nil || !notRetried(err) {
 		return false
 	}
 	if se, ok := errors.AsType[*kadm.ShardErrors](err); ok && !se.AllFailed {
 		return false
 	}
 	return true
+}
+
+// notRetried reports whether err holds a broker's INCONSISTENT_METADATA
+// (or a close taken for it) on a request franz-go gives up at once: a
+// FindCoordinator, which franz-go sends once per call, or the ApiVersions
+// of a connection's handshake, which may have been opened for one (the
+// connection cannot tell; for any other request a handshake failure was
+// retried by franz-go, and a run again is then bounded by the budget's
+// time). Any other request franz-go retried within its own budget.
+//
+// The error is the wire layer's, known here by its RequestKey method.
+func notRetried(err error) bool {
+	if k, ok := err.(interface{ RequestKey() int16 }); ok && errors.Is(err, consistency.ErrInconsistentMetadata) {
+		key := k.RequestKey()
+		return key == int16(kmsg.FindCoordinator) || key == int16(kmsg.ApiVersions)
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() error }:
+		if u := e.Unwrap(); u != nil {
+			return notRetried(u)
+		}
+	case interface{ Unwrap() []error }:
+		for _, u := range e.Unwrap() {
+			if u != nil && notRetried(u) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // eachBehind reports whether every part of r failed because a broker was
@@ -122,6 +193,29 @@ func eachBehind(r any) bool {
 		}
 	}
 	return len(errs) > 0
+}
+
+// eachFailed reports whether no part of r, a result eachBehind reads,
+// succeeded.
+func eachFailed(r any) bool {
+	n, failed := 0, 0
+	switch r := r.(type) {
+	case kadm.FetchOffsetsResponses:
+		for _, x := range r {
+			n++
+			if x.Err != nil {
+				failed++
+			}
+		}
+	case kadm.FindCoordinatorResponses:
+		for _, x := range r {
+			n++
+			if x.Err != nil {
+				failed++
+			}
+		}
+	}
+	return failed == n
 }
 
 // again reports whether a call that failed (or not: failed says) on its

@@ -382,6 +382,11 @@ func (e *InconsistentMetadataError) Is(target error) bool {
 // isRetryableBrokerErr honours it.
 func (e *InconsistentMetadataError) Temporary() bool { return true }
 
+// RequestKey returns the api key of the request the broker was behind on,
+// for packages that judge the error without importing this one (the admin
+// client runs a call again only when franz-go did not retry that request).
+func (e *InconsistentMetadataError) RequestKey() int16 { return e.APIKey }
+
 // ErrMisroute is matched (errors.Is) by [MisrouteError].
 var ErrMisroute = errors.New("wire: response from another cluster (misrouted connection)")
 

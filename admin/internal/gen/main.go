@@ -330,7 +330,9 @@ func method(w *bytes.Buffer, f *types.Func, deprecated bool, qualify types.Quali
 	// The call runs again while it failed because a broker was behind the
 	// token (see retry.go): through retry when it returns a result and an
 	// error, retryErr when only an error, retryEach when only a result
-	// whose parts hold the errors.
+	// whose parts hold the errors. Each run takes the context retry gives
+	// it (a run again ends with the retry budget's time), under the name
+	// of the method's own context, which it shadows.
 	var types_ []string
 	for i := range results.Len() {
 		types_ = append(types_, types.TypeString(results.At(i).Type(), qualify))
@@ -339,11 +341,11 @@ func method(w *bytes.Buffer, f *types.Func, deprecated bool, qualify types.Quali
 	switch {
 	case len(types_) == 0: // nothing to judge a failure by
 	case len(types_) == 2 && errLast:
-		call = fmt.Sprintf("return retry(fresh(%s), c, func() (%s, error) { return %s })", names[0], types_[0], call)
+		call = fmt.Sprintf("return retry(fresh(%[1]s), c, func(%[1]s context.Context) (%[2]s, error) { return %[3]s })", names[0], types_[0], call)
 	case len(types_) == 1 && errLast:
-		call = fmt.Sprintf("return retryErr(fresh(%s), c, func() error { return %s })", names[0], call)
+		call = fmt.Sprintf("return retryErr(fresh(%[1]s), c, func(%[1]s context.Context) error { return %[2]s })", names[0], call)
 	case len(types_) == 1:
-		call = fmt.Sprintf("return retryEach(fresh(%s), c, func() %s { return %s })", names[0], types_[0], call)
+		call = fmt.Sprintf("return retryEach(fresh(%[1]s), c, func(%[1]s context.Context) %[2]s { return %[3]s })", names[0], types_[0], call)
 	default:
 		return fmt.Errorf("kadm.Client.%s returns %v: teach the generator (and retry.go) how to run it again", f.Name(), types_)
 	}

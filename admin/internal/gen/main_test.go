@@ -58,16 +58,16 @@ func TestRender(t *testing.T) {
 		"in kadm v9.9.9;",
 		// kadm's names kept; variadic passed on; run again through retry
 		// for a result and an error.
-		"func (c *Client) Plain(ctx context.Context, r kadm.Req, topics ...string) (kadm.Req, error) {\n\treturn retry(fresh(ctx), c, func() (kadm.Req, error) { return c.adm.Plain(fresh(ctx), r, topics...) })\n}",
+		"func (c *Client) Plain(ctx context.Context, r kadm.Req, topics ...string) (kadm.Req, error) {\n\treturn retry(fresh(ctx), c, func(ctx context.Context) (kadm.Req, error) { return c.adm.Plain(fresh(ctx), r, topics...) })\n}",
 		// Names that would hide the receiver or fresh, and blanks, renamed
 		// without colliding with kadm's own names; retryErr for an error
 		// alone.
-		"func (c *Client) Clash(ctx context.Context, arg1 int, arg2_ string, arg3 bool, arg2 int) error {\n\treturn retryErr(fresh(ctx), c, func() error { return c.adm.Clash(fresh(ctx), arg1, arg2_, arg3, arg2) })\n}",
-		"func (c *Client) Named(ctx context.Context, d time.Duration) (at time.Time, err error) {\n\treturn retry(fresh(ctx), c, func() (time.Time, error) { return c.adm.Named(fresh(ctx), d) })\n}",
+		"func (c *Client) Clash(ctx context.Context, arg1 int, arg2_ string, arg3 bool, arg2 int) error {\n\treturn retryErr(fresh(ctx), c, func(ctx context.Context) error { return c.adm.Clash(fresh(ctx), arg1, arg2_, arg3, arg2) })\n}",
+		"func (c *Client) Named(ctx context.Context, d time.Duration) (at time.Time, err error) {\n\treturn retry(fresh(ctx), c, func(ctx context.Context) (time.Time, error) { return c.adm.Named(fresh(ctx), d) })\n}",
 		// Nothing returned: nothing to run again for.
 		"// NoResult is [kadm.Client.NoResult].\n//\n// Deprecated: kadm deprecates it too.\nfunc (c *Client) NoResult(ctx context.Context) {\n\tc.adm.NoResult(fresh(ctx))\n}",
 		// A result alone, whose parts hold the errors: retryEach.
-		"func (c *Client) Parts(ctx context.Context, keys ...string) kadm.Req {\n\treturn retryEach(fresh(ctx), c, func() kadm.Req { return c.adm.Parts(fresh(ctx), keys...) })\n}",
+		"func (c *Client) Parts(ctx context.Context, keys ...string) kadm.Req {\n\treturn retryEach(fresh(ctx), c, func(ctx context.Context) kadm.Req { return c.adm.Parts(fresh(ctx), keys...) })\n}",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the output lacks\n%s\n\noutput:\n%s", want, got)
