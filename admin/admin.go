@@ -19,7 +19,7 @@
 // or transaction coordinator it could not look up: the admin client runs
 // them again, within what is left of franz-go's RetryTimeout from the
 // first try (see retry.go); a call that partly succeeded is returned as it
-// is.
+// is, and a call that needs no coordinator is franz-go's alone.
 //
 // One behaviour differs from kadm on purpose: no method answers from
 // franz-go's metadata cache, which cannot know about tokens. kadm reads

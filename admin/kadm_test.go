@@ -207,3 +207,41 @@ func fnIdent(call *ast.CallExpr, ok bool) (string, bool) {
 	}
 	return id.Name, true
 }
+
+// TestCoordinatorMethodsRunAgain: the methods that look up a group's or a
+// transaction's coordinator run again through retry.go (franz-go does not
+// retry the lookup); the others are franz-go's alone, which retries every
+// request of theirs, so running them again would spend its budget twice.
+func TestCoordinatorMethodsRunAgain(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "kadm.go", nil, 0)
+	require.NoError(t, err)
+	runsAgain := map[string]bool{}
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || !isClientMethod(fd) {
+			continue
+		}
+		runsAgain[fd.Name.Name] = false
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if id, ok := call.Fun.(*ast.Ident); ok && strings.HasPrefix(id.Name, "retry") {
+					runsAgain[fd.Name.Name] = true
+				}
+			}
+			return true
+		})
+	}
+	for _, name := range []string{"FetchOffsets", "FetchManyOffsets", "FetchOffsetsForTopics", "DescribeGroups",
+		"DescribeConsumerGroups", "CommitOffsets", "CommitAllOffsets", "DeleteGroups", "DeleteGroup", "DeleteOffsets",
+		"LeaveGroup", "Lag", "FindGroupCoordinators", "FindTxnCoordinators", "DescribeTransactions", "DescribeShareGroups"} {
+		got, ok := runsAgain[name]
+		require.True(t, ok, "kadm.go has no %s", name)
+		require.True(t, got, "%s looks up a coordinator: it must run again (retry.go)", name)
+	}
+	for _, name := range []string{"CreateTopic", "CreateTopics", "DeleteTopics", "ListTopics", "Metadata", "DeleteRecords",
+		"AlterTopicConfigs", "ListGroups", "ListTransactions", "DescribeProducers", "ListEndOffsets", "CreateACLs"} {
+		got, ok := runsAgain[name]
+		require.True(t, ok, "kadm.go has no %s", name)
+		require.False(t, got, "%s looks up no coordinator: franz-go retries it within its budget", name)
+	}
+}

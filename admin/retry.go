@@ -22,32 +22,32 @@ import (
 // coordinator it could not load, with no retry. Right after a metadata
 // change, a broker that has not applied it yet so fails FetchOffsets,
 // DescribeGroups, CommitOffsets and every other call that needs a
-// coordinator, which the factory's token is there to prevent. So every
-// method runs its kadm call again, after franz-go's backoff, while the
-// call failed because a broker was behind the token on a request franz-go
-// does not retry (the coordinator lookup, or the handshake of the
-// connection opened for it) and nothing of it was done, within franz-go's
-// retry budget for a FindCoordinator (RequestRetries tries, and
-// RetryTimeout, 30s by default, counted from the first try: a run again
-// gets what is left of it as its context's deadline) and the caller's
-// context. A call that failed on a request franz-go retries has had its
-// budget spent by franz-go and is not run again; one that partly
-// succeeded (a DeleteGroups whose groups have several coordinators, one
-// of them behind) is returned as it is, its failed parts satisfying
+// coordinator, which the factory's token is there to prevent. So the
+// methods that may look up a coordinator (the generator reads them from
+// kadm's source, kadm.go) run their kadm call again, after franz-go's
+// backoff, while it failed because a broker was behind the token on a
+// request franz-go does not retry (the lookup, or the handshake of a
+// connection, which may have been opened for it) and nothing of it was
+// done, within franz-go's retry budget for a FindCoordinator
+// (RequestRetries tries, and RetryTimeout, 30s by default, counted from
+// the first try: a run again gets what is left of it as its context's
+// deadline) and the caller's context. The other methods are franz-go's
+// alone: it retries every request of theirs within its budget, and
+// running them again would spend it twice. A call that partly succeeded
+// (a DeleteGroups whose groups have several coordinators, one of them
+// behind) is returned as it is, its failed parts satisfying
 // errors.Is(err, consistency.ErrInconsistentMetadata), since running it
 // again would run the done parts twice.
 //
 // What a run cannot tell: a connection's handshake (its first request, an
 // ApiVersions carrying the token) answered INCONSISTENT_METADATA fails
-// whichever request opened the connection. The wire layer ends a
+// whichever request opened the connection, and the wire layer ends a
 // connection at such an answer, so each of franz-go's tries after the
-// first opens a new one, and while the broker stays behind it is the
-// handshake that fails: a CreateTopics that franz-go retried then fails
-// with the handshake's error, as a coordinator lookup would. Such a call is run
-// again too: its runs together stay within RetryTimeout from the first
-// try and RequestRetries runs, though franz-go counts its own tries anew
-// in each run (with RetryTimeout(0), up to RequestRetries+1 times
-// franz-go's tries).
+// first opens a new one. A coordinator's call whose request to the
+// coordinator (not the lookup) failed there, after franz-go's retries, is
+// run again too: its runs together stay within RetryTimeout from the
+// first try and RequestRetries runs, though franz-go counts its own tries
+// anew in each run.
 
 // retryBudget is franz-go's retry budget of a client.
 type retryBudget struct {

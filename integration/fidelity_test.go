@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -290,4 +291,43 @@ func TestWriteAnsweredBelowItsOffset(t *testing.T) {
 		}
 	}
 	require.Positive(t, lc.Stats().WritesAnsweredBelow, "no write was answered below its offset: the test shows nothing")
+}
+
+// TestAdminKeepsFranzGosBudget: a call that looks up no coordinator (a
+// CreateTopics to a broker that stays behind) has had every request of it
+// retried by franz-go within its budget by the time it returns; the admin
+// client does not run it again, which would spend the budget once more per
+// run (18 INCONSISTENT_METADATA answers where franz-go alone got 5 with
+// RequestRetries(2), before).
+func TestAdminKeepsFranzGosBudget(t *testing.T) {
+	lc := newCluster(t, localcluster.Brokers(1), localcluster.ErrorMode(true))
+	ctx := testkit.CtxFor(t, 30*time.Second)
+	f, err := factory.New(factory.BootstrapServers(lc.Addrs()...))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close(context.Background()) })
+	adm, err := f.Admin(factory.KgoOpts(kgo.RequestRetries(2), kgo.RetryTimeout(0),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond })))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = adm.Close(context.Background()) })
+
+	require.NoError(t, lc.PauseApply(0))
+	_, err = adm.CreateTopic(ctx, 1, 1, nil, "a") // the token moves past the broker
+	require.NoError(t, err)
+
+	// The same call through kadm on the same franz-go client, alone, after
+	// one such call, so that both start as the admin call will: with the
+	// connection to the broker ended by its last INCONSISTENT_METADATA.
+	plain := kadm.NewClient(adm.Kgo())
+	_, err = plain.CreateTopic(kadm.WithAuthorizedOps(ctx), 1, 1, nil, "b")
+	require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+	before := lc.Stats().Inconsistent
+	_, err = plain.CreateTopic(kadm.WithAuthorizedOps(ctx), 1, 1, nil, "b")
+	require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+	alone := lc.Stats().Inconsistent - before
+	require.Positive(t, alone, "the broker never answered as behind: the test shows nothing")
+
+	before = lc.Stats().Inconsistent
+	_, err = adm.CreateTopic(ctx, 1, 1, nil, "b")
+	require.ErrorIs(t, err, consistency.ErrInconsistentMetadata)
+	require.Equal(t, alone, lc.Stats().Inconsistent-before, "INCONSISTENT_METADATA answers to one admin call, against franz-go's own")
 }

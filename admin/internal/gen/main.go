@@ -94,7 +94,127 @@ func generate() ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s has no type Client", kadmPath)
 	}
-	return render(k.version, types.NewMethodSet(types.NewPointer(obj.Type())), dep, excluded)
+	kmsgPkg, err := imp.Import(kmsgPath)
+	if err != nil {
+		return nil, fmt.Errorf("importing %s: %w", kmsgPath, err)
+	}
+	reqs, err := coordinatorRequests(kmsgPkg)
+	if err != nil {
+		return nil, err
+	}
+	coord, err := coordinated(k.files, reqs)
+	if err != nil {
+		return nil, err
+	}
+	return render(k.version, types.NewMethodSet(types.NewPointer(obj.Type())), dep, excluded, coord)
+}
+
+const kmsgPath = "github.com/twmb/franz-go/pkg/kmsg"
+
+// unmarkedCoordinatorRequests are request types franz-go's sharded
+// requests send to a coordinator, which it looks up first
+// (kgo.Client.handleShardedReq: describeTransactionsSharder,
+// consumerGroupDescribeSharder), though kmsg marks them with neither
+// coordinator interface.
+var unmarkedCoordinatorRequests = []string{"DescribeTransactionsRequest", "ConsumerGroupDescribeRequest"}
+
+// coordinatorRequests returns the names of kmsg's request types that
+// franz-go sends to a group's or a transaction's coordinator (those
+// implementing kmsg.GroupCoordinatorRequest or kmsg.TxnCoordinatorRequest,
+// and unmarkedCoordinatorRequests), and FindCoordinatorRequest, the lookup
+// itself.
+func coordinatorRequests(kmsg *types.Package) (map[string]bool, error) {
+	var ifaces []*types.Interface
+	for _, name := range []string{"GroupCoordinatorRequest", "TxnCoordinatorRequest"} {
+		obj, ok := kmsg.Scope().Lookup(name).(*types.TypeName)
+		if !ok {
+			return nil, fmt.Errorf("%s has no type %s: teach the generator how franz-go finds coordinators now", kmsgPath, name)
+		}
+		ifaces = append(ifaces, obj.Type().Underlying().(*types.Interface))
+	}
+	out := map[string]bool{"FindCoordinatorRequest": true}
+	for _, name := range unmarkedCoordinatorRequests {
+		if _, ok := kmsg.Scope().Lookup(name).(*types.TypeName); !ok {
+			return nil, fmt.Errorf("%s has no type %s: drop it from unmarkedCoordinatorRequests", kmsgPath, name)
+		}
+		out[name] = true
+	}
+	for _, name := range kmsg.Scope().Names() {
+		obj, ok := kmsg.Scope().Lookup(name).(*types.TypeName)
+		if !ok || !strings.HasSuffix(name, "Request") {
+			continue
+		}
+		for _, it := range ifaces {
+			if types.Implements(types.NewPointer(obj.Type()), it) {
+				out[name] = true
+			}
+		}
+	}
+	if len(out) < 3 {
+		return nil, fmt.Errorf("%s: no request type implements the coordinator interfaces", kmsgPath)
+	}
+	return out, nil
+}
+
+// coordinated returns the names of kadm's functions and methods, in the
+// source files given, that may look up a coordinator: those that make a
+// request of reqs (kmsg.NewPtrXRequest, kmsg.NewXRequest, kmsg.XRequest)
+// and those that call one of them, by name (a name shared by a method of
+// another type counts too: a call the generator cannot tell apart is taken
+// to look one up, so that it is run again rather than not).
+func coordinated(files []string, reqs map[string]bool) (map[string]bool, error) {
+	fset := token.NewFileSet()
+	calls := map[string]map[string]bool{} // name -> names it calls
+	out := map[string]bool{}
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			self := fd.Name.Name
+			if calls[self] == nil {
+				calls[self] = map[string]bool{}
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.SelectorExpr:
+					if id, ok := x.X.(*ast.Ident); ok && id.Name == "kmsg" {
+						t := strings.TrimPrefix(strings.TrimPrefix(x.Sel.Name, "NewPtr"), "New")
+						if reqs[t] {
+							out[self] = true
+						}
+						return true
+					}
+					calls[self][x.Sel.Name] = true
+				case *ast.CallExpr:
+					if id, ok := x.Fun.(*ast.Ident); ok {
+						calls[self][id.Name] = true
+					}
+				}
+				return true
+			})
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for name, callees := range calls {
+			if out[name] {
+				continue
+			}
+			for c := range callees {
+				if out[c] {
+					out[name], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // kadmPkg is what go list says of kadm and its dependencies.
@@ -188,8 +308,11 @@ package admin
 const intro = `// Every method of kadm.Client that takes a context is delegated below, in
 // kadm's order of names, and every one hands kadm fresh(ctx): kadm then
 // never answers from franz-go's metadata cache, whichever of its methods
-// reads metadata today or in a later version. Every call runs again while
-// it failed at once because a broker was behind the token (retry.go).
+// reads metadata today or in a later version. Every call that may look up
+// a group's or a transaction's coordinator (read from kadm's source: it
+// makes a request franz-go sends to a coordinator, or calls what does)
+// runs again while it failed at once because a broker was behind the
+// token on a request franz-go does not retry (retry.go).
 //
 // Generated by admin/internal/gen (go generate ./admin) from the method
 // set of kadm.Client in kadm %s; the methods it leaves out are listed
@@ -200,7 +323,7 @@ const intro = `// Every method of kadm.Client that takes a context is delegated 
 `
 
 // render writes one delegating method per exported method of ms.
-func render(version string, ms *types.MethodSet, deprecated map[string]bool, excluded map[string]string) ([]byte, error) {
+func render(version string, ms *types.MethodSet, deprecated map[string]bool, excluded map[string]string, coord map[string]bool) ([]byte, error) {
 	imports := map[string]string{} // package name -> path
 	var clash error
 	qualify := func(p *types.Package) string {
@@ -226,7 +349,7 @@ func render(version string, ms *types.MethodSet, deprecated map[string]bool, exc
 		if _, skip := excluded[name]; skip {
 			continue
 		}
-		if err := method(&body, byName[name], deprecated[name], qualify); err != nil {
+		if err := method(&body, byName[name], deprecated[name], coord[name], qualify); err != nil {
 			return nil, err
 		}
 	}
@@ -263,7 +386,7 @@ func render(version string, ms *types.MethodSet, deprecated map[string]bool, exc
 
 // method writes the delegation of f, a method of *kadm.Client whose first
 // parameter must be a context.Context.
-func method(w *bytes.Buffer, f *types.Func, deprecated bool, qualify types.Qualifier) error {
+func method(w *bytes.Buffer, f *types.Func, deprecated, coord bool, qualify types.Qualifier) error {
 	sig := f.Type().(*types.Signature)
 	params := sig.Params()
 	if params.Len() == 0 || !isContext(params.At(0).Type()) {
@@ -327,12 +450,14 @@ func method(w *bytes.Buffer, f *types.Func, deprecated bool, qualify types.Quali
 		result = "(" + result + ")"
 	}
 	call := fmt.Sprintf("c.adm.%s(%s)", f.Name(), strings.Join(args, ", "))
-	// The call runs again while it failed because a broker was behind the
-	// token (see retry.go): through retry when it returns a result and an
-	// error, retryErr when only an error, retryEach when only a result
-	// whose parts hold the errors. Each run takes the context retry gives
-	// it (a run again ends with the retry budget's time), under the name
-	// of the method's own context, which it shadows.
+	// A call that may look up a coordinator runs again while it failed
+	// because a broker was behind the token on that lookup (see
+	// retry.go): through retry when it returns a result and an error,
+	// retryErr when only an error, retryEach when only a result whose
+	// parts hold the errors. Each run takes the context retry gives it (a
+	// run again ends with the retry budget's time), under the name of the
+	// method's own context, which it shadows. Any other call is franz-go's
+	// alone: it retries every request of it.
 	var types_ []string
 	for i := range results.Len() {
 		types_ = append(types_, types.TypeString(results.At(i).Type(), qualify))
@@ -340,6 +465,8 @@ func method(w *bytes.Buffer, f *types.Func, deprecated bool, qualify types.Quali
 	errLast := len(types_) > 0 && types_[len(types_)-1] == "error"
 	switch {
 	case len(types_) == 0: // nothing to judge a failure by
+	case !coord:
+		call = "return " + call
 	case len(types_) == 2 && errLast:
 		call = fmt.Sprintf("return retry(fresh(%[1]s), c, func(%[1]s context.Context) (%[2]s, error) { return %[3]s })", names[0], types_[0], call)
 	case len(types_) == 1 && errLast:

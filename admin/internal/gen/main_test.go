@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"go/ast"
 	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -47,7 +50,9 @@ func (*Client) Parts(ctx context.Context, keys ...string) Req { return Req{} }
 `
 
 func TestRender(t *testing.T) {
-	src, err := render("v9.9.9", methodSet(t, fake), map[string]bool{"NoResult": true}, map[string]string{"Close": "no context"})
+	coord := map[string]bool{"Plain": true, "Clash": true, "Named": true, "NoResult": true, "Parts": true}
+	src, err := render("v9.9.9", methodSet(t, fake+"func (*Client) Direct(ctx context.Context, r Req) (Req, error) { return r, nil }\n"),
+		map[string]bool{"NoResult": true}, map[string]string{"Close": "no context"}, coord)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +72,8 @@ func TestRender(t *testing.T) {
 		// Nothing returned: nothing to run again for.
 		"// NoResult is [kadm.Client.NoResult].\n//\n// Deprecated: kadm deprecates it too.\nfunc (c *Client) NoResult(ctx context.Context) {\n\tc.adm.NoResult(fresh(ctx))\n}",
 		// A result alone, whose parts hold the errors: retryEach.
+		// A call that looks up no coordinator is franz-go's alone.
+		"func (c *Client) Direct(ctx context.Context, r kadm.Req) (kadm.Req, error) {\n\treturn c.adm.Direct(fresh(ctx), r)\n}",
 		"func (c *Client) Parts(ctx context.Context, keys ...string) kadm.Req {\n\treturn retryEach(fresh(ctx), c, func(ctx context.Context) kadm.Req { return c.adm.Parts(fresh(ctx), keys...) })\n}",
 	} {
 		if !strings.Contains(got, want) {
@@ -89,15 +96,19 @@ func TestRender(t *testing.T) {
 // instead of being skipped.
 func TestRenderRefuses(t *testing.T) {
 	ms := methodSet(t, fake+"func (*Client) SetSomething(n int32) {}\n")
-	_, err := render("v1", ms, nil, map[string]string{"Close": "no context"})
+	_, err := render("v1", ms, nil, map[string]string{"Close": "no context"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "kadm.Client.SetSomething does not take a context first") {
 		t.Errorf("a method without a context: err = %v", err)
 	}
-	_, err = render("v1", methodSet(t, fake+"func (*Client) Pair(ctx context.Context) (Req, Req) { return Req{}, Req{} }\n"), nil, map[string]string{"Close": "no context"})
+	pair := methodSet(t, fake+"func (*Client) Pair(ctx context.Context) (Req, Req) { return Req{}, Req{} }\n")
+	_, err = render("v1", pair, nil, map[string]string{"Close": "no context"}, map[string]bool{"Pair": true})
 	if err == nil || !strings.Contains(err.Error(), "kadm.Client.Pair returns [kadm.Req kadm.Req]: teach the generator") {
-		t.Errorf("a method whose results retry.go cannot judge: err = %v", err)
+		t.Errorf("a coordinator's call whose results retry.go cannot judge: err = %v", err)
 	}
-	_, err = render("v1", methodSet(t, fake), nil, map[string]string{"Close": "no context", "Gone": "x"})
+	if _, err = render("v1", pair, nil, map[string]string{"Close": "no context"}, nil); err != nil {
+		t.Errorf("a call that looks up no coordinator is delegated whatever it returns: err = %v", err)
+	}
+	_, err = render("v1", methodSet(t, fake), nil, map[string]string{"Close": "no context", "Gone": "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "excluded method kadm.Client.Gone does not exist") {
 		t.Errorf("an excluded method that is gone: err = %v", err)
 	}
@@ -115,5 +126,78 @@ func TestGenerateIsStable(t *testing.T) {
 	}
 	if string(a) != string(b) {
 		t.Error("two runs of the generator differ")
+	}
+}
+
+// coordinated finds the methods that look up a coordinator: those that
+// make a coordinator's request, and those that call them, through any
+// number of calls, methods or functions; nothing else.
+func TestCoordinated(t *testing.T) {
+	dir := t.TempDir()
+	src := `package kadm
+
+import "example.com/kmsg"
+
+type Client struct{}
+
+func (cl *Client) Fetch() { req := kmsg.NewPtrOffsetFetchRequest(); _ = req }
+func (cl *Client) Describe() { _ = &kmsg.DescribeGroupsRequest{} }
+func (cl *Client) Find() { cl.find() }
+func (cl *Client) find() { _ = kmsg.NewFindCoordinatorRequest() }
+func (cl *Client) Lag() { helper(cl) }
+func helper(cl *Client) { go func() { cl.Fetch() }() }
+func (cl *Client) Create() { _ = kmsg.NewPtrCreateTopicsRequest(); cl.list() }
+func (cl *Client) list() { _ = kmsg.NewPtrMetadataRequest() }
+`
+	file := dir + "/kadm.go"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := coordinated([]string{file}, map[string]bool{"OffsetFetchRequest": true, "DescribeGroupsRequest": true, "FindCoordinatorRequest": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"Fetch": true, "Describe": true, "Find": true, "Lag": true, "Create": false, "list": false} {
+		if got[name] != want {
+			t.Errorf("%s: coordinated %v, want %v", name, got[name], want)
+		}
+	}
+}
+
+// The coordinator requests read from kmsg include those kgo sends to a
+// coordinator, marked or not, and none it sends elsewhere.
+func TestCoordinatorRequests(t *testing.T) {
+	k, err := goList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		file, ok := k.exports[path]
+		if !ok {
+			return nil, fmt.Errorf("no export data for %q", path)
+		}
+		return os.Open(file)
+	})
+	pkg, err := imp.Import(kmsgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := coordinatorRequests(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"FindCoordinatorRequest", "OffsetFetchRequest", "OffsetCommitRequest", "DescribeGroupsRequest",
+		"DeleteGroupsRequest", "LeaveGroupRequest", "OffsetDeleteRequest", "DescribeTransactionsRequest", "ConsumerGroupDescribeRequest",
+		"ShareGroupDescribeRequest", "TxnOffsetCommitRequest", "EndTxnRequest"} {
+		if !reqs[name] {
+			t.Errorf("%s is sent to a coordinator", name)
+		}
+	}
+	for _, name := range []string{"MetadataRequest", "CreateTopicsRequest", "ListGroupsRequest", "ListTransactionsRequest",
+		"DeleteRecordsRequest", "WriteTxnMarkersRequest", "DescribeProducersRequest", "ListOffsetsRequest"} {
+		if reqs[name] {
+			t.Errorf("%s is not sent to a coordinator", name)
+		}
 	}
 }
