@@ -16,7 +16,8 @@
 // Either way the client retries within franz-go's request retry budget; past
 // it, errors satisfy errors.Is(err, consistency.ErrInconsistentMetadata).
 // That includes the calls franz-go itself fails at once, those whose group
-// or transaction coordinator it could not look up: the admin client runs
+// or transaction coordinator it could not look up for a request it shards
+// (FetchOffsets, DescribeGroups, DeleteGroups, ...): the admin client runs
 // them again, within what is left of franz-go's RetryTimeout from the
 // first try (see retry.go); a call that partly succeeded is returned as it
 // is, and a call that needs no coordinator is franz-go's alone.

@@ -208,10 +208,11 @@ func fnIdent(call *ast.CallExpr, ok bool) (string, bool) {
 	return id.Name, true
 }
 
-// TestCoordinatorMethodsRunAgain: the methods that look up a group's or a
-// transaction's coordinator run again through retry.go (franz-go does not
-// retry the lookup); the others are franz-go's alone, which retries every
-// request of theirs, so running them again would spend its budget twice.
+// TestCoordinatorMethodsRunAgain: the methods that send a request whose
+// coordinator franz-go looks up without retrying the lookup (its sharded
+// coordinator requests) run again through retry.go; the others are
+// franz-go's alone, which retries every request of theirs, so running them
+// again would spend its budget twice.
 func TestCoordinatorMethodsRunAgain(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), "kadm.go", nil, 0)
 	require.NoError(t, err)
@@ -232,14 +233,18 @@ func TestCoordinatorMethodsRunAgain(t *testing.T) {
 		})
 	}
 	for _, name := range []string{"FetchOffsets", "FetchManyOffsets", "FetchOffsetsForTopics", "DescribeGroups",
-		"DescribeConsumerGroups", "CommitOffsets", "CommitAllOffsets", "DeleteGroups", "DeleteGroup", "DeleteOffsets",
-		"LeaveGroup", "Lag", "FindGroupCoordinators", "FindTxnCoordinators", "DescribeTransactions", "DescribeShareGroups"} {
+		"DescribeConsumerGroups", "DeleteGroups", "DeleteGroup", "Lag", "DescribeTransactions", "DescribeShareGroups",
+		"DescribeShareGroupOffsets"} {
 		got, ok := runsAgain[name]
 		require.True(t, ok, "kadm.go has no %s", name)
 		require.True(t, got, "%s looks up a coordinator: it must run again (retry.go)", name)
 	}
+	// franz-go retries these lookups itself: an OffsetCommit's, an
+	// OffsetDelete's, a LeaveGroup's (inside its retry loop), kadm's own
+	// FindCoordinator (a request like any other).
 	for _, name := range []string{"CreateTopic", "CreateTopics", "DeleteTopics", "ListTopics", "Metadata", "DeleteRecords",
-		"AlterTopicConfigs", "ListGroups", "ListTransactions", "DescribeProducers", "ListEndOffsets", "CreateACLs"} {
+		"AlterTopicConfigs", "ListGroups", "ListTransactions", "DescribeProducers", "ListEndOffsets", "CreateACLs",
+		"CommitOffsets", "CommitAllOffsets", "DeleteOffsets", "LeaveGroup", "FindGroupCoordinators", "FindTxnCoordinators"} {
 		got, ok := runsAgain[name]
 		require.True(t, ok, "kadm.go has no %s", name)
 		require.False(t, got, "%s looks up no coordinator: franz-go retries it within its budget", name)

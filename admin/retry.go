@@ -17,14 +17,18 @@ import (
 // A broker behind the factory's token answers INCONSISTENT_METADATA (or
 // closes the connection, where its answer has no room for the error), and
 // franz-go sends the request again within its retry budget. Not every
-// request, though: franz-go looks up a group's or a transaction's
-// coordinator (FindCoordinator) once per call, and fails a call whose
-// coordinator it could not load, with no retry. Right after a metadata
-// change, a broker that has not applied it yet so fails FetchOffsets,
-// DescribeGroups, CommitOffsets and every other call that needs a
-// coordinator, which the factory's token is there to prevent. So the
-// methods that may look up a coordinator (the generator reads them from
-// kadm's source, kadm.go) run their kadm call again, after franz-go's
+// request, though: for the coordinator requests it shards (OffsetFetch,
+// DescribeGroups, DeleteGroups, DescribeTransactions,
+// ConsumerGroupDescribe, ShareGroupDescribe, DescribeShareGroupOffsets)
+// franz-go looks the coordinators up (FindCoordinator) once per call, and
+// fails a shard whose coordinator it could not load, with no retry. Right
+// after a metadata change, a broker that has not applied it yet so fails
+// FetchOffsets, DescribeGroups, Lag and every other call that sends one,
+// which the factory's token is there to prevent. (The coordinator
+// requests franz-go issues one at a time, an OffsetCommit or a LeaveGroup,
+// look theirs up inside its retry loop.) So the methods that may send one
+// (the generator reads them from kadm's and franz-go's source, kadm.go)
+// run their kadm call again, after franz-go's
 // backoff, while it failed because a broker was behind the token on a
 // request franz-go does not retry (the lookup, or the handshake of a
 // connection, which may have been opened for it) and nothing of it was
@@ -90,7 +94,7 @@ func retry[R any](ctx context.Context, c *Client, call func(context.Context) (R,
 		r2, err2 := call(rctx)
 		spent := rctx.Err() != nil && ctx.Err() == nil
 		cancel()
-		if err2 != nil && spent {
+		if spent && endedUndone(err2) {
 			return r, err
 		}
 		r, err = r2, err2
@@ -121,6 +125,17 @@ func retryEach[R any](ctx context.Context, c *Client, call func(context.Context)
 		r = r2
 	}
 	return r
+}
+
+// endedUndone reports whether err is a run's failure at the budget's
+// deadline with nothing of it done: the deadline's error, and no part of
+// the call that succeeded (a *kadm.ShardErrors with AllFailed false).
+func endedUndone(err error) bool {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	se, ok := errors.AsType[*kadm.ShardErrors](err)
+	return !ok || se.AllFailed
 }
 
 // within returns ctx ending at the budget's time, counted from start.
@@ -235,6 +250,9 @@ func (c *Client) again(ctx context.Context, failed bool, start time.Time, try in
 	case <-ctx.Done():
 		return false
 	case <-t.C:
-		return true
+		// A run that would start with the budget spent (the timer fired
+		// late, or at its end) is not made: franz-go would still send
+		// one more lookup under its client's context.
+		return c.budget.timeout <= 0 || time.Since(start) < c.budget.timeout
 	}
 }

@@ -297,7 +297,7 @@ func TestWriteAnsweredBelowItsOffset(t *testing.T) {
 // CreateTopics to a broker that stays behind) has had every request of it
 // retried by franz-go within its budget by the time it returns; the admin
 // client does not run it again, which would spend the budget once more per
-// run (18 INCONSISTENT_METADATA answers where franz-go alone got 5 with
+// run (18 INCONSISTENT_METADATA answers where kadm alone got 6 with
 // RequestRetries(2), before).
 func TestAdminKeepsFranzGosBudget(t *testing.T) {
 	lc := newCluster(t, localcluster.Brokers(1), localcluster.ErrorMode(true))

@@ -94,11 +94,7 @@ func generate() ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s has no type Client", kadmPath)
 	}
-	kmsgPkg, err := imp.Import(kmsgPath)
-	if err != nil {
-		return nil, fmt.Errorf("importing %s: %w", kmsgPath, err)
-	}
-	reqs, err := coordinatorRequests(kmsgPkg)
+	reqs, err := shardedCoordinatorRequests(k.kgo)
 	if err != nil {
 		return nil, err
 	}
@@ -109,49 +105,88 @@ func generate() ([]byte, error) {
 	return render(k.version, types.NewMethodSet(types.NewPointer(obj.Type())), dep, excluded, coord)
 }
 
-const kmsgPath = "github.com/twmb/franz-go/pkg/kmsg"
+const kgoPath = "github.com/twmb/franz-go/pkg/kgo"
 
-// unmarkedCoordinatorRequests are request types franz-go's sharded
-// requests send to a coordinator, which it looks up first
-// (kgo.Client.handleShardedReq: describeTransactionsSharder,
-// consumerGroupDescribeSharder), though kmsg marks them with neither
-// coordinator interface.
-var unmarkedCoordinatorRequests = []string{"DescribeTransactionsRequest", "ConsumerGroupDescribeRequest"}
-
-// coordinatorRequests returns the names of kmsg's request types that
-// franz-go sends to a group's or a transaction's coordinator (those
-// implementing kmsg.GroupCoordinatorRequest or kmsg.TxnCoordinatorRequest,
-// and unmarkedCoordinatorRequests), and FindCoordinatorRequest, the lookup
-// itself.
-func coordinatorRequests(kmsg *types.Package) (map[string]bool, error) {
-	var ifaces []*types.Interface
-	for _, name := range []string{"GroupCoordinatorRequest", "TxnCoordinatorRequest"} {
-		obj, ok := kmsg.Scope().Lookup(name).(*types.TypeName)
-		if !ok {
-			return nil, fmt.Errorf("%s has no type %s: teach the generator how franz-go finds coordinators now", kmsgPath, name)
+// shardedCoordinatorRequests returns the names of the kmsg request types
+// whose coordinator franz-go looks up without retrying the lookup, read
+// from its source: the requests kgo.Client.handleShardedReq gives a
+// sharder whose shard method loads coordinators (loadCoordinators). A
+// failed lookup there fails the request's shard for good
+// (noShardRetryCtx). The coordinator requests kgo issues one at a time
+// (an OffsetCommit, a LeaveGroup) look theirs up inside its retry loop,
+// and a FindCoordinator kadm sends itself is retried as any request: a
+// kadm method that sends only those needs nothing from retry.go.
+func shardedCoordinatorRequests(files []string) (map[string]bool, error) {
+	fset := token.NewFileSet()
+	bySharder := map[string][]string{} // sharder type -> request types
+	loads := map[string]bool{}         // sharder types whose shard loads coordinators
+	found := false
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
 		}
-		ifaces = append(ifaces, obj.Type().Underlying().(*types.Interface))
-	}
-	out := map[string]bool{"FindCoordinatorRequest": true}
-	for _, name := range unmarkedCoordinatorRequests {
-		if _, ok := kmsg.Scope().Lookup(name).(*types.TypeName); !ok {
-			return nil, fmt.Errorf("%s has no type %s: drop it from unmarkedCoordinatorRequests", kmsgPath, name)
-		}
-		out[name] = true
-	}
-	for _, name := range kmsg.Scope().Names() {
-		obj, ok := kmsg.Scope().Lookup(name).(*types.TypeName)
-		if !ok || !strings.HasSuffix(name, "Request") {
-			continue
-		}
-		for _, it := range ifaces {
-			if types.Implements(types.NewPointer(obj.Type()), it) {
-				out[name] = true
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil || fd.Recv == nil || len(fd.Recv.List) != 1 {
+				continue
+			}
+			recv := ""
+			if star, ok := fd.Recv.List[0].Type.(*ast.StarExpr); ok {
+				if id, ok := star.X.(*ast.Ident); ok {
+					recv = id.Name
+				}
+			}
+			switch {
+			case recv == "Client" && fd.Name.Name == "handleShardedReq":
+				found = true
+				ast.Inspect(fd.Body, func(n ast.Node) bool {
+					cc, ok := n.(*ast.CaseClause)
+					if !ok {
+						return true
+					}
+					var reqs []string
+					for _, e := range cc.List {
+						if star, ok := e.(*ast.StarExpr); ok {
+							if sel, ok := star.X.(*ast.SelectorExpr); ok {
+								reqs = append(reqs, sel.Sel.Name)
+							}
+						}
+					}
+					for _, st := range cc.Body {
+						ast.Inspect(st, func(n ast.Node) bool {
+							if lit, ok := n.(*ast.CompositeLit); ok {
+								if id, ok := lit.Type.(*ast.Ident); ok {
+									bySharder[id.Name] = append(bySharder[id.Name], reqs...)
+								}
+							}
+							return true
+						})
+					}
+					return false
+				})
+			case fd.Name.Name == "shard":
+				ast.Inspect(fd.Body, func(n ast.Node) bool {
+					if call, ok := n.(*ast.CallExpr); ok {
+						if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "loadCoordinators" {
+							loads[recv] = true
+						}
+					}
+					return true
+				})
 			}
 		}
 	}
-	if len(out) < 3 {
-		return nil, fmt.Errorf("%s: no request type implements the coordinator interfaces", kmsgPath)
+	out := map[string]bool{}
+	for sharder, reqs := range bySharder {
+		if loads[sharder] {
+			for _, r := range reqs {
+				out[r] = true
+			}
+		}
+	}
+	if !found || len(out) == 0 {
+		return nil, fmt.Errorf("%s: no sharded request loads coordinators (handleShardedReq found: %v): teach the generator how franz-go finds coordinators now", kgoPath, found)
 	}
 	return out, nil
 }
@@ -159,9 +194,10 @@ func coordinatorRequests(kmsg *types.Package) (map[string]bool, error) {
 // coordinated returns the names of kadm's functions and methods, in the
 // source files given, that may look up a coordinator: those that make a
 // request of reqs (kmsg.NewPtrXRequest, kmsg.NewXRequest, kmsg.XRequest)
-// and those that call one of them, by name (a name shared by a method of
-// another type counts too: a call the generator cannot tell apart is taken
-// to look one up, so that it is run again rather than not).
+// and those that name one of them anywhere in their body (a call, a
+// method value, a function passed on; a name shared by a method of another
+// type counts too: what the generator cannot tell apart is taken to look
+// one up, so that it is run again rather than not).
 func coordinated(files []string, reqs map[string]bool) (map[string]bool, error) {
 	fset := token.NewFileSet()
 	calls := map[string]map[string]bool{} // name -> names it calls
@@ -190,11 +226,8 @@ func coordinated(files []string, reqs map[string]bool) (map[string]bool, error) 
 						}
 						return true
 					}
-					calls[self][x.Sel.Name] = true
-				case *ast.CallExpr:
-					if id, ok := x.Fun.(*ast.Ident); ok {
-						calls[self][id.Name] = true
-					}
+				case *ast.Ident:
+					calls[self][x.Name] = true
 				}
 				return true
 			})
@@ -222,6 +255,7 @@ type kadmPkg struct {
 	version string
 	exports map[string]string // import path -> export data file
 	files   []string          // kadm's Go files
+	kgo     []string          // kgo's Go files
 }
 
 // goList returns the kadm version the module requires, the export data
@@ -250,6 +284,11 @@ func goList() (kadmPkg, error) {
 		if fields[0] == kadmPath {
 			for _, f := range fields[3:] {
 				k.files = append(k.files, filepath.Join(fields[2], f))
+			}
+		}
+		if fields[0] == kgoPath {
+			for _, f := range fields[3:] {
+				k.kgo = append(k.kgo, filepath.Join(fields[2], f))
 			}
 		}
 	}
@@ -308,11 +347,12 @@ package admin
 const intro = `// Every method of kadm.Client that takes a context is delegated below, in
 // kadm's order of names, and every one hands kadm fresh(ctx): kadm then
 // never answers from franz-go's metadata cache, whichever of its methods
-// reads metadata today or in a later version. Every call that may look up
-// a group's or a transaction's coordinator (read from kadm's source: it
-// makes a request franz-go sends to a coordinator, or calls what does)
-// runs again while it failed at once because a broker was behind the
-// token on a request franz-go does not retry (retry.go).
+// reads metadata today or in a later version. Every call that may send a
+// request whose coordinator franz-go looks up without retrying the lookup
+// (read from kadm's and franz-go's source: a sharded coordinator request,
+// or a call of what sends one) runs again while it failed because a
+// broker was behind the token on a request franz-go does not retry
+// (retry.go).
 //
 // Generated by admin/internal/gen (go generate ./admin) from the method
 // set of kadm.Client in kadm %s; the methods it leaves out are listed

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"go/ast"
 	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -148,6 +146,12 @@ func (cl *Client) Lag() { helper(cl) }
 func helper(cl *Client) { go func() { cl.Fetch() }() }
 func (cl *Client) Create() { _ = kmsg.NewPtrCreateTopicsRequest(); cl.list() }
 func (cl *Client) list() { _ = kmsg.NewPtrMetadataRequest() }
+func (cl *Client) ByValue() { f := cl.find; f() }
+func (cl *Client) ByArg() { run(find2) }
+func run(f func()) { f() }
+func find2() { _ = kmsg.NewPtrOffsetFetchRequest() }
+func gfind[T any]() { _ = kmsg.NewPtrOffsetFetchRequest() }
+func (cl *Client) Generic() { gfind[int]() }
 `
 	file := dir + "/kadm.go"
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
@@ -157,47 +161,40 @@ func (cl *Client) list() { _ = kmsg.NewPtrMetadataRequest() }
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]bool{"Fetch": true, "Describe": true, "Find": true, "Lag": true, "Create": false, "list": false} {
+	for name, want := range map[string]bool{"Fetch": true, "Describe": true, "Find": true, "Lag": true, "Create": false, "list": false,
+		"ByValue": true, "ByArg": true, "Generic": true} {
 		if got[name] != want {
 			t.Errorf("%s: coordinated %v, want %v", name, got[name], want)
 		}
 	}
 }
 
-// The coordinator requests read from kmsg include those kgo sends to a
-// coordinator, marked or not, and none it sends elsewhere.
-func TestCoordinatorRequests(t *testing.T) {
+// The requests whose coordinator lookup franz-go does not retry, read from
+// its source: the sharded coordinator requests, and neither the ones it
+// issues one at a time (whose lookup it retries) nor any other.
+func TestShardedCoordinatorRequests(t *testing.T) {
 	k, err := goList()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fset := token.NewFileSet()
-	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
-		file, ok := k.exports[path]
-		if !ok {
-			return nil, fmt.Errorf("no export data for %q", path)
-		}
-		return os.Open(file)
-	})
-	pkg, err := imp.Import(kmsgPath)
+	reqs, err := shardedCoordinatorRequests(k.kgo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs, err := coordinatorRequests(pkg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"FindCoordinatorRequest", "OffsetFetchRequest", "OffsetCommitRequest", "DescribeGroupsRequest",
-		"DeleteGroupsRequest", "LeaveGroupRequest", "OffsetDeleteRequest", "DescribeTransactionsRequest", "ConsumerGroupDescribeRequest",
-		"ShareGroupDescribeRequest", "TxnOffsetCommitRequest", "EndTxnRequest"} {
+	for _, name := range []string{"OffsetFetchRequest", "DescribeGroupsRequest", "DeleteGroupsRequest",
+		"DescribeTransactionsRequest", "ConsumerGroupDescribeRequest", "ShareGroupDescribeRequest", "DescribeShareGroupOffsetsRequest"} {
 		if !reqs[name] {
-			t.Errorf("%s is sent to a coordinator", name)
+			t.Errorf("%s: franz-go shards it to coordinators it looks up once", name)
 		}
 	}
-	for _, name := range []string{"MetadataRequest", "CreateTopicsRequest", "ListGroupsRequest", "ListTransactionsRequest",
+	for _, name := range []string{"FindCoordinatorRequest", "OffsetCommitRequest", "OffsetDeleteRequest", "LeaveGroupRequest",
+		"TxnOffsetCommitRequest", "MetadataRequest", "CreateTopicsRequest", "ListGroupsRequest", "ListTransactionsRequest",
 		"DeleteRecordsRequest", "WriteTxnMarkersRequest", "DescribeProducersRequest", "ListOffsetsRequest"} {
 		if reqs[name] {
-			t.Errorf("%s is not sent to a coordinator", name)
+			t.Errorf("%s: franz-go retries its lookup, or it has no coordinator", name)
 		}
+	}
+	if _, err := shardedCoordinatorRequests(nil); err == nil {
+		t.Error("no source: want an error, not an empty set")
 	}
 }
