@@ -119,7 +119,7 @@ func retryEach[R any](ctx context.Context, c *Client, call func(context.Context)
 		r2 := call(rctx)
 		spent := rctx.Err() != nil && ctx.Err() == nil
 		cancel()
-		if spent && eachFailed(r2) {
+		if spent && eachEndedUndone(r2) {
 			return r
 		}
 		r = r2
@@ -210,27 +210,29 @@ func eachBehind(r any) bool {
 	return len(errs) > 0
 }
 
-// eachFailed reports whether no part of r, a result eachBehind reads,
-// succeeded.
-func eachFailed(r any) bool {
-	n, failed := 0, 0
+// eachEndedUndone is endedUndone for a result eachBehind reads: every
+// part of r failed, and the budget's deadline ended at least one of them
+// (a part answered otherwise as the deadline came is news to keep).
+func eachEndedUndone(r any) bool {
+	var errs []error
 	switch r := r.(type) {
 	case kadm.FetchOffsetsResponses:
 		for _, x := range r {
-			n++
-			if x.Err != nil {
-				failed++
-			}
+			errs = append(errs, x.Err)
 		}
 	case kadm.FindCoordinatorResponses:
 		for _, x := range r {
-			n++
-			if x.Err != nil {
-				failed++
-			}
+			errs = append(errs, x.Err)
 		}
 	}
-	return failed == n
+	deadline := false
+	for _, err := range errs {
+		if err == nil {
+			return false
+		}
+		deadline = deadline || errors.Is(err, context.DeadlineExceeded)
+	}
+	return deadline
 }
 
 // again reports whether a call that failed (or not: failed says) on its
@@ -241,8 +243,8 @@ func (c *Client) again(ctx context.Context, failed bool, start time.Time, try in
 		return false
 	}
 	d := c.budget.backoff(try)
-	if c.budget.timeout > 0 && time.Since(start)+d > c.budget.timeout {
-		return false
+	if c.budget.timeout > 0 && time.Since(start)+d >= c.budget.timeout {
+		return false // the run would start with the budget spent
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()

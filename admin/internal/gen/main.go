@@ -98,6 +98,9 @@ func generate() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSharded(reqs); err != nil {
+		return nil, err
+	}
 	coord, err := coordinated(k.files, reqs)
 	if err != nil {
 		return nil, err
@@ -118,8 +121,9 @@ const kgoPath = "github.com/twmb/franz-go/pkg/kgo"
 // kadm method that sends only those needs nothing from retry.go.
 func shardedCoordinatorRequests(files []string) (map[string]bool, error) {
 	fset := token.NewFileSet()
-	bySharder := map[string][]string{} // sharder type -> request types
-	loads := map[string]bool{}         // sharder types whose shard loads coordinators
+	bySharder := map[string][]string{}    // sharder type -> request types
+	shards := map[string]string{}         // sharder type -> key of its shard method in calls
+	calls := map[string]map[string]bool{} // function or method -> identifiers of its body
 	found := false
 	for _, name := range files {
 		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
@@ -128,67 +132,128 @@ func shardedCoordinatorRequests(files []string) (map[string]bool, error) {
 		}
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Body == nil || fd.Recv == nil || len(fd.Recv.List) != 1 {
+			if !ok || fd.Body == nil {
 				continue
 			}
-			recv := ""
-			if star, ok := fd.Recv.List[0].Type.(*ast.StarExpr); ok {
-				if id, ok := star.X.(*ast.Ident); ok {
-					recv = id.Name
-				}
+			recv := receiverName(fd)
+			self := fd.Name.Name
+			if recv != "" {
+				self = recv + "." + fd.Name.Name
 			}
-			switch {
-			case recv == "Client" && fd.Name.Name == "handleShardedReq":
-				found = true
-				ast.Inspect(fd.Body, func(n ast.Node) bool {
-					cc, ok := n.(*ast.CaseClause)
-					if !ok {
-						return true
-					}
-					var reqs []string
-					for _, e := range cc.List {
-						if star, ok := e.(*ast.StarExpr); ok {
-							if sel, ok := star.X.(*ast.SelectorExpr); ok {
-								reqs = append(reqs, sel.Sel.Name)
-							}
-						}
-					}
-					for _, st := range cc.Body {
-						ast.Inspect(st, func(n ast.Node) bool {
-							if lit, ok := n.(*ast.CompositeLit); ok {
-								if id, ok := lit.Type.(*ast.Ident); ok {
-									bySharder[id.Name] = append(bySharder[id.Name], reqs...)
-								}
-							}
-							return true
-						})
-					}
-					return false
-				})
-			case fd.Name.Name == "shard":
-				ast.Inspect(fd.Body, func(n ast.Node) bool {
-					if call, ok := n.(*ast.CallExpr); ok {
-						if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "loadCoordinators" {
-							loads[recv] = true
-						}
-					}
+			if calls[self] == nil {
+				calls[self] = map[string]bool{}
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok {
+					calls[self][id.Name] = true
+				}
+				return true
+			})
+			if fd.Name.Name == "shard" && recv != "" {
+				shards[recv] = self
+			}
+			if recv != "Client" || fd.Name.Name != "handleShardedReq" {
+				continue
+			}
+			found = true
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				cc, ok := n.(*ast.CaseClause)
+				if !ok {
 					return true
-				})
+				}
+				var reqs []string
+				for _, e := range cc.List {
+					if star, ok := e.(*ast.StarExpr); ok {
+						if sel, ok := star.X.(*ast.SelectorExpr); ok {
+							reqs = append(reqs, sel.Sel.Name)
+						}
+					}
+				}
+				for _, st := range cc.Body {
+					ast.Inspect(st, func(n ast.Node) bool {
+						if lit, ok := n.(*ast.CompositeLit); ok {
+							if id, ok := lit.Type.(*ast.Ident); ok {
+								bySharder[id.Name] = append(bySharder[id.Name], reqs...)
+							}
+						}
+						return true
+					})
+				}
+				return false
+			})
+		}
+	}
+	// Which functions and methods may load coordinators: those that name
+	// loadCoordinators, a plain function that does, or a method that does
+	// of their own receiver's type, transitively. (Not every Client
+	// method that reaches loadCoordinators: Client.Request does, through
+	// every sharder, and each sharder would then seem to.)
+	loads := map[string]bool{}
+	for changed := true; changed; {
+		changed = false
+		for fn, ids := range calls {
+			if loads[fn] {
+				continue
+			}
+			recv, _, _ := strings.Cut(fn, ".")
+			if !strings.Contains(fn, ".") {
+				recv = ""
+			}
+			for id := range ids {
+				if id == "loadCoordinators" || loads[id] || (recv != "" && loads[recv+"."+id]) {
+					loads[fn], changed = true, true
+					break
+				}
 			}
 		}
 	}
 	out := map[string]bool{}
 	for sharder, reqs := range bySharder {
-		if loads[sharder] {
+		if loads[shards[sharder]] {
 			for _, r := range reqs {
 				out[r] = true
 			}
 		}
 	}
-	if !found || len(out) == 0 {
-		return nil, fmt.Errorf("%s: no sharded request loads coordinators (handleShardedReq found: %v): teach the generator how franz-go finds coordinators now", kgoPath, found)
+	if !found {
+		return nil, fmt.Errorf("%s: no Client.handleShardedReq: teach the generator how franz-go shards requests now", kgoPath)
 	}
 	return out, nil
+}
+
+// knownSharded are the sharded coordinator requests of franz-go when the
+// generator was written: one that no longer reads as such means the
+// reading no longer sees what franz-go does (checkSharded).
+var knownSharded = []string{"OffsetFetchRequest", "DescribeGroupsRequest", "DeleteGroupsRequest", "DescribeTransactionsRequest",
+	"ConsumerGroupDescribeRequest", "ShareGroupDescribeRequest", "DescribeShareGroupOffsetsRequest"}
+
+// checkSharded refuses a reading of franz-go's source that misses one of
+// knownSharded.
+func checkSharded(reqs map[string]bool) error {
+	for _, name := range knownSharded {
+		if !reqs[name] {
+			return fmt.Errorf("%s: %s no longer reads as a sharded coordinator request: teach the generator how franz-go finds its coordinators now", kgoPath, name)
+		}
+	}
+	return nil
+}
+
+// receiverName returns the name of fd's receiver type, T or *T, or "".
+func receiverName(fd *ast.FuncDecl) string {
+	if fd.Recv == nil || len(fd.Recv.List) != 1 {
+		return ""
+	}
+	t := fd.Recv.List[0].Type
+	if star, ok := t.(*ast.StarExpr); ok {
+		t = star.X
+	}
+	if idx, ok := t.(*ast.IndexExpr); ok { // a generic receiver
+		t = idx.X
+	}
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
 }
 
 // coordinated returns the names of kadm's functions and methods, in the

@@ -198,3 +198,59 @@ func TestShardedCoordinatorRequests(t *testing.T) {
 		t.Error("no source: want an error, not an empty set")
 	}
 }
+
+// The reading of franz-go's sharders follows a sharder whatever its
+// receiver (T or *T) and a shard method that loads coordinators through a
+// helper of its own; one that loads none is left out; and a reading that
+// misses a request known to be sharded to coordinators is refused.
+func TestShardedReading(t *testing.T) {
+	dir := t.TempDir()
+	src := `package kgo
+
+import "example.com/kmsg"
+
+type Client struct{}
+
+func (cl *Client) loadCoordinators() {}
+func (cl *Client) Request() { cl.handleShardedReq(nil) }
+
+func (cl *Client) handleShardedReq(req kmsg.Request) {
+	var sharder any
+	switch req.(type) {
+	case *kmsg.OffsetFetchRequest:
+		sharder = &offsetFetchSharder{cl}
+	case *kmsg.DescribeGroupsRequest, *kmsg.DeleteGroupsRequest:
+		sharder = byValueSharder{cl}
+	case *kmsg.ListGroupsRequest:
+		sharder = &listGroupsSharder{cl}
+	}
+	_ = sharder
+}
+
+type offsetFetchSharder struct{ *Client }
+func (cl *offsetFetchSharder) shard() { cl.loadCoordinators() }
+
+type byValueSharder struct{ *Client }
+func (cl byValueSharder) shard() { cl.helper() }
+func (cl byValueSharder) helper() { cl.loadCoordinators() }
+
+type listGroupsSharder struct{ *Client }
+func (cl *listGroupsSharder) shard() { cl.Request() }
+`
+	file := dir + "/client.go"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := shardedCoordinatorRequests([]string{file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"OffsetFetchRequest": true, "DescribeGroupsRequest": true, "DeleteGroupsRequest": true, "ListGroupsRequest": false} {
+		if got[name] != want {
+			t.Errorf("%s: read as sharded to coordinators %v, want %v", name, got[name], want)
+		}
+	}
+	if err := checkSharded(got); err == nil || !strings.Contains(err.Error(), "no longer reads as a sharded coordinator request") {
+		t.Errorf("a reading that misses known requests: err = %v", err)
+	}
+}
