@@ -191,17 +191,7 @@ func notRetried(err error) bool {
 // behind the token. r is the result of one of kadm's methods that return
 // no error of their own (TestRetryEachKnowsEveryResult lists them).
 func eachBehind(r any) bool {
-	var errs []error
-	switch r := r.(type) {
-	case kadm.FetchOffsetsResponses:
-		for _, x := range r {
-			errs = append(errs, x.Err)
-		}
-	case kadm.FindCoordinatorResponses:
-		for _, x := range r {
-			errs = append(errs, x.Err)
-		}
-	}
+	errs := partErrs(r)
 	for _, err := range errs {
 		if !behind(err) {
 			return false
@@ -210,10 +200,9 @@ func eachBehind(r any) bool {
 	return len(errs) > 0
 }
 
-// eachEndedUndone is endedUndone for a result eachBehind reads: every
-// part of r failed, and the budget's deadline ended at least one of them
-// (a part answered otherwise as the deadline came is news to keep).
-func eachEndedUndone(r any) bool {
+// partErrs returns the error of each part of r, a result of one of kadm's
+// methods that return no error of their own.
+func partErrs(r any) []error {
 	var errs []error
 	switch r := r.(type) {
 	case kadm.FetchOffsetsResponses:
@@ -225,8 +214,15 @@ func eachEndedUndone(r any) bool {
 			errs = append(errs, x.Err)
 		}
 	}
+	return errs
+}
+
+// eachEndedUndone is endedUndone for a result eachBehind reads: every
+// part of r failed, and the budget's deadline ended at least one of them
+// (a part answered otherwise as the deadline came is news to keep).
+func eachEndedUndone(r any) bool {
 	deadline := false
-	for _, err := range errs {
+	for _, err := range partErrs(r) {
 		if err == nil {
 			return false
 		}

@@ -120,12 +120,9 @@ func TestRetryTimeoutIsFindCoordinators(t *testing.T) {
 // deadline came is returned.
 func TestRetryWithinBudgetTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }), kgo.RetryTimeout(time.Second))
-		require.NoError(t, err)
-		defer cl.Close()
-		c := &Client{cl: cl, budget: budgetOf(cl)}
+		c := budgetClient(t)
 		ctx := context.Background()
+		var err error
 
 		start, tries := time.Now(), 0
 		var deadlines []time.Duration
@@ -235,12 +232,9 @@ func TestRetryWithinBudgetTime(t *testing.T) {
 // context ending, stops it at once. Time is synctest's.
 func TestRetryBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }), kgo.RetryTimeout(time.Second))
-		require.NoError(t, err)
-		defer cl.Close()
-		c := &Client{cl: cl, budget: budgetOf(cl)}
+		c := budgetClient(t)
 		ctx := context.Background()
+		var err error
 
 		start, tries := time.Now(), 0
 		_, err = retry(ctx, c, func(context.Context) (int, error) { tries++; return 0, errBehind })
@@ -286,4 +280,14 @@ func TestRetryBudget(t *testing.T) {
 		require.ErrorIs(t, got["g"].Err, consistency.ErrInconsistentMetadata)
 		require.Equal(t, 2, tries, "the caller's context ended the waiting")
 	})
+}
+
+// budgetClient is a Client whose budget is a backoff of 100 ms and a retry
+// timeout of 1 s; its franz-go client is closed when t ends.
+func budgetClient(t *testing.T) *Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }), kgo.RetryTimeout(time.Second))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return &Client{cl: cl, budget: budgetOf(cl)}
 }

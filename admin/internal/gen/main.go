@@ -120,68 +120,60 @@ const kgoPath = "github.com/twmb/franz-go/pkg/kgo"
 // and a FindCoordinator kadm sends itself is retried as any request: a
 // kadm method that sends only those needs nothing from retry.go.
 func shardedCoordinatorRequests(files []string) (map[string]bool, error) {
-	fset := token.NewFileSet()
 	bySharder := map[string][]string{}    // sharder type -> request types
 	shards := map[string]string{}         // sharder type -> key of its shard method in calls
 	calls := map[string]map[string]bool{} // function or method -> identifiers of its body
 	found := false
-	for _, name := range files {
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return nil, err
+	err := funcDecls(files, func(fd *ast.FuncDecl) {
+		recv := receiverName(fd)
+		self := fd.Name.Name
+		if recv != "" {
+			self = recv + "." + fd.Name.Name
 		}
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Body == nil {
-				continue
+		if calls[self] == nil {
+			calls[self] = map[string]bool{}
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				calls[self][id.Name] = true
 			}
-			recv := receiverName(fd)
-			self := fd.Name.Name
-			if recv != "" {
-				self = recv + "." + fd.Name.Name
-			}
-			if calls[self] == nil {
-				calls[self] = map[string]bool{}
-			}
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				if id, ok := n.(*ast.Ident); ok {
-					calls[self][id.Name] = true
-				}
+			return true
+		})
+		if fd.Name.Name == "shard" && recv != "" {
+			shards[recv] = self
+		}
+		if recv != "Client" || fd.Name.Name != "handleShardedReq" {
+			return
+		}
+		found = true
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			cc, ok := n.(*ast.CaseClause)
+			if !ok {
 				return true
-			})
-			if fd.Name.Name == "shard" && recv != "" {
-				shards[recv] = self
 			}
-			if recv != "Client" || fd.Name.Name != "handleShardedReq" {
-				continue
-			}
-			found = true
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				cc, ok := n.(*ast.CaseClause)
-				if !ok {
-					return true
-				}
-				var reqs []string
-				for _, e := range cc.List {
-					if star, ok := e.(*ast.StarExpr); ok {
-						if sel, ok := star.X.(*ast.SelectorExpr); ok {
-							reqs = append(reqs, sel.Sel.Name)
-						}
+			var reqs []string
+			for _, e := range cc.List {
+				if star, ok := e.(*ast.StarExpr); ok {
+					if sel, ok := star.X.(*ast.SelectorExpr); ok {
+						reqs = append(reqs, sel.Sel.Name)
 					}
 				}
-				for _, st := range cc.Body {
-					ast.Inspect(st, func(n ast.Node) bool {
-						if lit, ok := n.(*ast.CompositeLit); ok {
-							if id, ok := lit.Type.(*ast.Ident); ok {
-								bySharder[id.Name] = append(bySharder[id.Name], reqs...)
-							}
+			}
+			for _, st := range cc.Body {
+				ast.Inspect(st, func(n ast.Node) bool {
+					if lit, ok := n.(*ast.CompositeLit); ok {
+						if id, ok := lit.Type.(*ast.Ident); ok {
+							bySharder[id.Name] = append(bySharder[id.Name], reqs...)
 						}
-						return true
-					})
-				}
-				return false
-			})
-		}
+					}
+					return true
+				})
+			}
+			return false
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Which functions and methods may load coordinators: those that name
 	// loadCoordinators, a plain function that does, or a method that does
@@ -238,6 +230,24 @@ func checkSharded(reqs map[string]bool) error {
 	return nil
 }
 
+// funcDecls parses files and calls fn with each function or method that
+// has a body, in the files' order.
+func funcDecls(files []string, fn func(*ast.FuncDecl)) error {
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+				fn(fd)
+			}
+		}
+	}
+	return nil
+}
+
 // receiverName returns the name of fd's receiver type, T or *T, or "".
 func receiverName(fd *ast.FuncDecl) string {
 	if fd.Recv == nil || len(fd.Recv.List) != 1 {
@@ -264,39 +274,31 @@ func receiverName(fd *ast.FuncDecl) string {
 // type counts too: what the generator cannot tell apart is taken to look
 // one up, so that it is run again rather than not).
 func coordinated(files []string, reqs map[string]bool) (map[string]bool, error) {
-	fset := token.NewFileSet()
 	calls := map[string]map[string]bool{} // name -> names it calls
 	out := map[string]bool{}
-	for _, name := range files {
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return nil, err
+	err := funcDecls(files, func(fd *ast.FuncDecl) {
+		self := fd.Name.Name
+		if calls[self] == nil {
+			calls[self] = map[string]bool{}
 		}
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Body == nil {
-				continue
-			}
-			self := fd.Name.Name
-			if calls[self] == nil {
-				calls[self] = map[string]bool{}
-			}
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				switch x := n.(type) {
-				case *ast.SelectorExpr:
-					if id, ok := x.X.(*ast.Ident); ok && id.Name == "kmsg" {
-						t := strings.TrimPrefix(strings.TrimPrefix(x.Sel.Name, "NewPtr"), "New")
-						if reqs[t] {
-							out[self] = true
-						}
-						return true
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.SelectorExpr:
+				if id, ok := x.X.(*ast.Ident); ok && id.Name == "kmsg" {
+					t := strings.TrimPrefix(strings.TrimPrefix(x.Sel.Name, "NewPtr"), "New")
+					if reqs[t] {
+						out[self] = true
 					}
-				case *ast.Ident:
-					calls[self][x.Name] = true
+					return true
 				}
-				return true
-			})
-		}
+			case *ast.Ident:
+				calls[self][x.Name] = true
+			}
+			return true
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
 	for changed := true; changed; {
 		changed = false
